@@ -1,0 +1,24 @@
+// Compilation-target macros shared by every header that must build three ways:
+// nvcc device code, nvcc host code and plain g++/clang++ host code.
+#pragma once
+
+#if defined(__CUDACC__)
+#define GDAKI_HD __host__ __device__
+#define GDAKI_DEVICE __device__
+#else
+#define GDAKI_HD
+#define GDAKI_DEVICE
+#endif
+
+// True while compiling the device half of a CUDA translation unit.
+#if defined(__CUDA_ARCH__)
+#define GDAKI_DEVICE_PASS 1
+#else
+#define GDAKI_DEVICE_PASS 0
+#endif
+
+#if defined(__CUDACC__) || defined(__GNUC__)
+#define GDAKI_FORCEINLINE inline __attribute__((always_inline))
+#else
+#define GDAKI_FORCEINLINE inline
+#endif

@@ -1,0 +1,396 @@
+// THE primitives header. Every memory-ordering, MMIO, warp and timing primitive of the data
+// path lives here, with one CUDA half and one host half; everything else is written once
+// on top of these names. No other file in gdaki contains a fence, an atomic builtin or asm.
+//
+// Naming follows purpose (rdma-core udma_barrier.h style). Scopes: the data path's readers
+// may be the NIC, a CPU thread (soft NIC engine, proxy) or other GPU threads, and rings
+// usually live in host-pinned memory, so the device half uses system scope (.sys)
+// throughout: GPU scope (__threadfence) does not order stores for a CPU observer.
+#pragma once
+
+#include <cstdint>
+
+#include "gdaki/config.hpp"
+
+#if !GDAKI_DEVICE_PASS
+#include <atomic>
+#include <chrono>
+#include <thread>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#include "gdaki/device/host_context.hpp"
+#endif
+
+namespace gdaki::dev::arch {
+
+// ---------------------------------------------------------------------------------------
+// Fences
+// ---------------------------------------------------------------------------------------
+
+// Orders every earlier store of this thread (WQE bytes, receive WQEs) before later stores
+// that publish them to the NIC (doorbell record). Pairs with the NIC's acquire of the DBR.
+GDAKI_HD GDAKI_FORCEINLINE void fence_to_device() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
+// Orders the doorbell-record store before the MMIO doorbell store, and makes earlier
+// write-combined stores (BlueFlame copies, GDRCopy-mapped buffers) leave the WC buffer.
+GDAKI_HD GDAKI_FORCEINLINE void fence_before_mmio() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_sfence();
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// Orders a completed poll (CQE owner byte observed) before reads of the CQE body and of
+// data the NIC placed (READ / atomic results). Pairs with the NIC's release of op_own.
+GDAKI_HD GDAKI_FORCEINLINE void fence_from_device() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_acquire);
+#endif
+}
+
+// Full two-way fence for the rare paths that need store->load ordering.
+GDAKI_HD GDAKI_FORCEINLINE void fence_full() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.sc.sys;" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Loads and stores with ordering, on plain (non-atomic-typed) memory shared with the NIC
+// or with other threads. Sizes are those of the PRM words and ring counters.
+// ---------------------------------------------------------------------------------------
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t load_acquire(const uint32_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint32_t v;
+  asm volatile("ld.acquire.sys.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t load_acquire(const uint64_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint64_t v;
+  asm volatile("ld.acquire.sys.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint32_t load_relaxed(const uint32_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t load_relaxed(const uint64_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_release(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.release.sys.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_release(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.release.sys.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_relaxed(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.relaxed.sys.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_relaxed(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.relaxed.sys.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// The 8-byte doorbell store to the UAR register: one 64-bit store, never two 32-bit ones.
+// Callers put fence_before_mmio() before it. On the GPU this is an MMIO store (not merged
+// or reordered with other MMIO by the memory system); on the host an atomic store, which is
+// a single mov on x86-64 and visible to a soft-NIC engine polling the same word.
+GDAKI_HD GDAKI_FORCEINLINE void doorbell_store64(uint64_t* reg, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+#if __CUDA_ARCH__ >= 700
+  asm volatile("st.mmio.relaxed.sys.global.b64 [%0], %1;" ::"l"(reg), "l"(v) : "memory");
+#else
+  *reinterpret_cast<volatile uint64_t*>(reg) = v;
+#endif
+#else
+  __atomic_store_n(reg, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Read-modify-write on shared ring counters and locks (system scope on the device).
+// ---------------------------------------------------------------------------------------
+
+GDAKI_HD GDAKI_FORCEINLINE uint64_t fetch_add(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  return atomicAdd_system(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint32_t fetch_add(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  return atomicAdd_system(p, v);
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+// Raises *p to v if v is larger; returns the previous value.
+GDAKI_HD GDAKI_FORCEINLINE uint64_t fetch_max(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  return atomicMax_system(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+#else
+  uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+  }
+  return cur;
+#endif
+}
+// Compare-and-swap; returns true and stores desired when *p == expected.
+GDAKI_HD GDAKI_FORCEINLINE bool compare_swap(uint64_t* p, uint64_t expected, uint64_t desired) {
+#if GDAKI_DEVICE_PASS
+  return atomicCAS_system(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(expected),
+                          static_cast<unsigned long long>(desired)) == expected;
+#else
+  return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE bool compare_swap(uint32_t* p, uint32_t expected, uint32_t desired) {
+#if GDAKI_DEVICE_PASS
+  return atomicCAS_system(p, expected, desired) == expected;
+#else
+  return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiting
+// ---------------------------------------------------------------------------------------
+
+// One step of a polling loop. iteration counts the caller's unsuccessful polls, so the
+// host half can escalate from a pause instruction to yielding the core: on a 2-core
+// machine the thread we wait for may need our core.
+GDAKI_HD GDAKI_FORCEINLINE void spin_pause(uint32_t iteration) {
+#if GDAKI_DEVICE_PASS
+#if __CUDA_ARCH__ >= 700
+  if (iteration > 64) __nanosleep(64);
+#else
+  (void)iteration;
+#endif
+#else
+  if (iteration < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  } else {
+    std::this_thread::yield();
+  }
+#endif
+}
+
+// Monotonic nanoseconds (device: the global timer, comparable across SMs).
+GDAKI_HD GDAKI_FORCEINLINE uint64_t clock_ns() {
+#if GDAKI_DEVICE_PASS
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Thread geometry, warp vote/shuffle and block barrier. The host half reads the calling
+// thread's launch context; outside a launch a thread is lane 0 of a one-thread warp and
+// block. Host emulation requires every lane of a warp to make the same warp call
+// (convergent code), as __syncwarp-style full-mask calls do on the GPU.
+// ---------------------------------------------------------------------------------------
+
+inline constexpr uint32_t warp_size = 32;
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t lane_id() {
+#if GDAKI_DEVICE_PASS
+  uint32_t l;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+#else
+  const auto* c = host::current_context;
+  return c ? c->lane : 0;
+#endif
+}
+
+// Lanes present in the caller's warp (32 except in a partial last warp).
+GDAKI_HD GDAKI_FORCEINLINE uint32_t warp_lanes() {
+#if GDAKI_DEVICE_PASS
+  const uint32_t block = blockDim.x * blockDim.y * blockDim.z;
+  const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const uint32_t base = tid - (tid % warp_size);
+  return (block - base) < warp_size ? (block - base) : warp_size;
+#else
+  const auto* c = host::current_context;
+  return c ? c->warp->nlanes : 1;
+#endif
+}
+
+// Mask of the lanes present in the caller's warp, for the *_sync intrinsics.
+GDAKI_HD GDAKI_FORCEINLINE uint32_t warp_mask() {
+  const uint32_t n = warp_lanes();
+  return n >= warp_size ? 0xffffffffu : ((1u << n) - 1u);
+}
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t thread_rank_in_block() {
+#if GDAKI_DEVICE_PASS
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#else
+  const auto* c = host::current_context;
+  return c ? c->thread_idx.x + c->block_dim.x * (c->thread_idx.y + c->block_dim.y * c->thread_idx.z) : 0;
+#endif
+}
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t threads_in_block() {
+#if GDAKI_DEVICE_PASS
+  return blockDim.x * blockDim.y * blockDim.z;
+#else
+  const auto* c = host::current_context;
+  return c ? c->block_dim.count() : 1;
+#endif
+}
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t block_rank_in_grid() {
+#if GDAKI_DEVICE_PASS
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+#else
+  const auto* c = host::current_context;
+  return c ? c->block_idx.x + c->grid_dim.x * (c->block_idx.y + c->grid_dim.y * c->block_idx.z) : 0;
+#endif
+}
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t blocks_in_grid() {
+#if GDAKI_DEVICE_PASS
+  return gridDim.x * gridDim.y * gridDim.z;
+#else
+  const auto* c = host::current_context;
+  return c ? c->grid_dim.count() : 1;
+#endif
+}
+
+GDAKI_HD GDAKI_FORCEINLINE void warp_sync() {
+#if GDAKI_DEVICE_PASS
+  __syncwarp(warp_mask());
+#else
+  if (auto* c = host::current_context) c->warp->barrier.arrive_and_wait();
+#endif
+}
+
+// Bit i set when lane i passed a true predicate.
+GDAKI_HD GDAKI_FORCEINLINE uint32_t warp_ballot(bool pred) {
+#if GDAKI_DEVICE_PASS
+  return __ballot_sync(warp_mask(), pred);
+#else
+  auto* c = host::current_context;
+  if (!c) return pred ? 1u : 0u;
+  c->warp->slots[c->lane] = pred ? 1 : 0;
+  c->warp->barrier.arrive_and_wait();
+  uint32_t mask = 0;
+  for (uint32_t l = 0; l < c->warp->nlanes; ++l) mask |= (c->warp->slots[l] ? 1u : 0u) << l;
+  c->warp->barrier.arrive_and_wait();  // slots are reused by the next warp call
+  return mask;
+#endif
+}
+
+// Value of v held by lane src.
+GDAKI_HD GDAKI_FORCEINLINE uint64_t warp_shfl(uint64_t v, uint32_t src) {
+#if GDAKI_DEVICE_PASS
+  return __shfl_sync(warp_mask(), static_cast<unsigned long long>(v), static_cast<int>(src));
+#else
+  auto* c = host::current_context;
+  if (!c) return v;
+  c->warp->slots[c->lane] = v;
+  c->warp->barrier.arrive_and_wait();
+  const uint64_t r = c->warp->slots[src < c->warp->nlanes ? src : 0];
+  c->warp->barrier.arrive_and_wait();
+  return r;
+#endif
+}
+
+// Exclusive prefix sum of v across the warp's lanes, and the total in *total.
+GDAKI_HD GDAKI_FORCEINLINE uint32_t warp_exclusive_sum(uint32_t v, uint32_t* total) {
+#if GDAKI_DEVICE_PASS
+  const uint32_t lane = lane_id();
+  const uint32_t mask = warp_mask();
+  uint32_t inclusive = v;
+  for (uint32_t d = 1; d < warp_size; d <<= 1) {
+    const uint32_t n = __shfl_up_sync(mask, inclusive, d);
+    if (lane >= d) inclusive += n;
+  }
+  *total = __shfl_sync(mask, inclusive, static_cast<int>(warp_lanes() - 1));
+  return inclusive - v;
+#else
+  auto* c = host::current_context;
+  if (!c) {
+    *total = v;
+    return 0;
+  }
+  c->warp->slots[c->lane] = v;
+  c->warp->barrier.arrive_and_wait();
+  uint32_t before = 0, sum = 0;
+  for (uint32_t l = 0; l < c->warp->nlanes; ++l) {
+    if (l == c->lane) before = sum;
+    sum += static_cast<uint32_t>(c->warp->slots[l]);
+  }
+  c->warp->barrier.arrive_and_wait();
+  *total = sum;
+  return before;
+#endif
+}
+
+GDAKI_HD GDAKI_FORCEINLINE void block_sync() {
+#if GDAKI_DEVICE_PASS
+  __syncthreads();
+#else
+  if (auto* c = host::current_context) c->block->barrier.arrive_and_wait();
+#endif
+}
+
+}  // namespace gdaki::dev::arch

@@ -1,0 +1,109 @@
+// Polling mlx5 CQEs. A CQE at free-running position p lives in slot p & (N-1) and carries
+// owner bit (p >> log2 N) & 1; the poller at ci accepts it when the opcode is not INVALID
+// and the owner bit matches (PRM 5.4). Several threads may poll one CQ: each reads the
+// CQE, then claims it by compare-and-swap on ci, so exactly one thread consumes it.
+#pragma once
+
+#include <cstdint>
+
+#include "gdaki/config.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/device/handles.hpp"
+#include "gdaki/status.hpp"
+
+namespace gdaki::dev {
+
+// A decoded completion, in host order.
+struct completion {
+  prm::cqe_opcode opcode;   // REQ, RESP_*, REQ_ERR, RESP_ERR
+  prm::syndrome syndrome;   // none unless opcode is an error
+  uint8_t vendor_syndrome;
+  uint8_t wqe_opcode;       // REQ / REQ_ERR: opcode of the completed send WQE
+  uint16_t wqe_counter;     // REQ: first WQEBB of the WQE; RESP: receive WQE index
+  uint32_t byte_cnt;
+  uint32_t imm_raw;         // immediate bytes exactly as on the wire
+  uint32_t qpn;             // local QPN
+  uint32_t src_qpn;         // RESP: remote QPN
+  bool solicited;
+  GDAKI_HD bool ok() const { return syndrome == prm::syndrome::none; }
+};
+
+// The 32-bit word at CQE bytes 60..63 (wqe_counter, signature, op_own), the unit the NIC
+// publishes with one release store. op_own is its top byte on a little-endian machine.
+GDAKI_HD GDAKI_FORCEINLINE uint32_t cqe_tail_word(const prm::cqe64* cqe) {
+  return arch::load_acquire(reinterpret_cast<const uint32_t*>(reinterpret_cast<const uint8_t*>(cqe) + 60));
+}
+
+// Returns whether the CQE at position ci has been written (owner bit and opcode check).
+GDAKI_HD GDAKI_FORCEINLINE bool cqe_ready(const cq_handle& cq, uint64_t ci, uint32_t* tail_out) {
+  const prm::cqe64* cqe = cq.cqes + (ci & (cqe_count(cq) - 1));
+  const uint32_t tail = cqe_tail_word(cqe);
+  const uint8_t op_own = static_cast<uint8_t>(tail >> 24);
+  const uint8_t expected_owner = static_cast<uint8_t>((ci >> cq.log_cqe_cnt) & 1);
+  *tail_out = tail;
+  return prm::cqe_opcode_of(op_own) != prm::cqe_opcode::invalid && (op_own & prm::cqe_owner_mask) == expected_owner;
+}
+
+GDAKI_HD inline void decode_cqe(const prm::cqe64* cqe, uint32_t tail, completion* out) {
+  const uint8_t op_own = static_cast<uint8_t>(tail >> 24);
+  out->opcode = prm::cqe_opcode_of(op_own);
+  out->solicited = (op_own & prm::cqe_se_mask) != 0;
+  out->wqe_counter = prm::from_be(prm::be16{static_cast<uint16_t>(tail & 0xffff)});
+  if (prm::cqe_is_error(out->opcode)) {
+    const auto* e = reinterpret_cast<const prm::err_cqe*>(cqe);
+    out->syndrome = static_cast<prm::syndrome>(e->syndrome);
+    out->vendor_syndrome = e->vendor_err_synd;
+    const uint32_t w = prm::from_be(e->s_wqe_opcode_qpn);
+    out->wqe_opcode = static_cast<uint8_t>(w >> 24);
+    out->qpn = w & 0xffffff;
+    out->byte_cnt = 0;
+    out->imm_raw = 0;
+    out->src_qpn = 0;
+  } else {
+    const uint32_t w = prm::from_be(cqe->sop_drop_qpn);
+    out->syndrome = prm::syndrome::none;
+    out->vendor_syndrome = 0;
+    out->wqe_opcode = static_cast<uint8_t>(w >> 24);
+    out->qpn = w & 0xffffff;
+    out->byte_cnt = prm::from_be(cqe->byte_cnt);
+    out->imm_raw = cqe->imm_inval_pkey;
+    out->src_qpn = prm::from_be(cqe->flags_rqpn) & 0xffffff;
+  }
+}
+
+// Consumes the next CQE if one is there. On success fills *out and *position (the CQE's
+// free-running index) and returns ok; returns again when the CQ is empty. Safe to call
+// from many threads at once. Before claiming the CQE the caller's `peek` callback sees it
+// (used by the SQ poller to read the WQE size while the slot is guaranteed unchanged).
+template <typename Peek>
+GDAKI_HD inline status cq_poll_one(cq_handle& cq, completion* out, uint64_t* position, Peek& peek) {
+  for (;;) {
+    const uint64_t ci = arch::load_acquire(&cq.ci);
+    uint32_t tail;
+    if (!cqe_ready(cq, ci, &tail)) return status::again;
+    const prm::cqe64* cqe = cq.cqes + (ci & (cqe_count(cq) - 1));
+    decode_cqe(cqe, tail, out);
+    peek(*out);
+    if (arch::compare_swap(&cq.ci, ci, ci + 1)) {
+      // Tell the NIC how far we have read (used for overrun detection; NICs running with
+      // overrun-ignore do not read it). Concurrent pollers may store out of order; the
+      // value is advisory and never makes a slot look free before it is.
+      arch::store_relaxed(&cq.dbrec->set_ci.raw, prm::to_be32(static_cast<uint32_t>(ci + 1) & prm::cq_ci_mask).raw);
+      *position = ci;
+      return status::ok;
+    }
+    // Another thread consumed it first; look again.
+  }
+}
+
+struct no_peek {
+  GDAKI_HD void operator()(const completion&) {}
+};
+
+GDAKI_HD inline status cq_poll_one(cq_handle& cq, completion* out) {
+  uint64_t pos;
+  no_peek peek;
+  return cq_poll_one(cq, out, &pos, peek);
+}
+
+}  // namespace gdaki::dev

@@ -1,0 +1,83 @@
+// Exported QP and CQ handles: trivially copyable plain data (pointers and counters) that
+// the control path fills in and places where the initiator can reach it (GPU memory,
+// host-pinned mapped memory, or host memory for CPU threads). The data path reads the
+// geometry fields and updates the counters with the atomics of arch.hpp.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gdaki/config.hpp"
+#include "gdaki/prm/cqe.hpp"
+#include "gdaki/prm/dbr.hpp"
+
+namespace gdaki::dev {
+
+// How submit() tells the NIC about new WQEs, chosen when the handle is exported.
+enum class doorbell_mode : uint32_t {
+  db_store = 0,      // DBR update, then the 8-byte UAR doorbell store (default)
+  blueflame = 1,     // DBR update, then the whole WQE copied into the BlueFlame register
+  cpu_assisted = 2,  // DBR update only; a CPU progress service rings on our behalf
+};
+
+inline constexpr uint64_t no_error_index = ~uint64_t{0};
+
+struct cq_handle {
+  prm::cqe64* cqes;  // 2^log_cqe_cnt entries of 64 bytes
+  prm::cq_dbrec* dbrec;
+  uint32_t log_cqe_cnt;
+  uint32_t cqn;
+  // Free-running count of CQEs consumed. Advanced by compare-and-swap so that several
+  // threads may poll one CQ; each CQE is consumed by exactly one of them.
+  alignas(64) uint64_t ci;
+};
+
+// Host-only hook run after a doorbell, so a provider can execute the WQEs on the ringing
+// CPU thread (the soft NIC does; see docs). Never called from device code.
+using host_doorbell_hook_fn = void (*)(void* ctx);
+
+struct qp_handle {
+  // --- send queue geometry -----------------------------------------------------------
+  uint8_t* sq_buf;  // 2^log_sq_wqebbs WQEBBs of 64 bytes
+  uint32_t log_sq_wqebbs;
+  uint32_t qpn;
+  prm::qp_dbrec* dbrec;
+  uint64_t* uar_db;  // the 8-byte doorbell register
+  uint8_t* bf_reg;   // BlueFlame register (may be null when db_mode != blueflame)
+  uint32_t bf_size;  // bytes usable in one BlueFlame write
+  doorbell_mode db_mode;
+  uint32_t max_inline;  // largest inline payload the QP accepts
+  uint32_t max_send_wqebbs;  // largest WQE the QP accepts, in WQEBBs (<= 16)
+  // --- receive queue geometry --------------------------------------------------------
+  uint8_t* rq_buf;  // 2^log_rq_wqes receive WQEs of 2^log_rq_stride bytes
+  uint32_t log_rq_wqes;
+  uint32_t log_rq_stride;
+  cq_handle* send_cq;  // must serve this QP only (the poller rebuilds WQE indexes from it)
+  cq_handle* recv_cq;
+  host_doorbell_hook_fn host_doorbell_hook;
+  void* host_hook_ctx;
+  // --- send counters (free-running, in WQEBBs) ---------------------------------------
+  alignas(64) uint64_t sq_reserved;  // handed out to posters
+  alignas(64) uint64_t sq_ready;     // every WQEBB below this is fully written
+  uint64_t sq_rung;                  // highest pc published through DBR + doorbell
+  uint32_t db_lock;                  // serialises DBR + doorbell so both stay monotone
+  alignas(64) uint64_t sq_completed;  // every WQEBB below this is finished by the NIC
+  uint64_t err_index;                 // first WQEBB of the first failed WQE, or no_error_index
+  uint32_t err_syndrome;              // prm::syndrome of that failure
+  uint32_t err_vendor_syndrome;
+  // --- receive counters (free-running, in receive WQEs) -------------------------------
+  alignas(64) uint64_t rq_reserved;
+  uint64_t rq_ready;
+  uint64_t rq_completed;
+};
+
+static_assert(std::is_trivially_copyable_v<qp_handle> && std::is_trivially_copyable_v<cq_handle>,
+              "handles are plain data copied to GPU memory");
+static_assert(std::is_standard_layout_v<qp_handle> && std::is_standard_layout_v<cq_handle>,
+              "handles are shared between host and device compilers");
+
+GDAKI_HD constexpr uint32_t sq_wqebbs(const qp_handle& qp) { return 1u << qp.log_sq_wqebbs; }
+GDAKI_HD constexpr uint32_t rq_wqes(const qp_handle& qp) { return 1u << qp.log_rq_wqes; }
+GDAKI_HD constexpr uint32_t cqe_count(const cq_handle& cq) { return 1u << cq.log_cqe_cnt; }
+
+}  // namespace gdaki::dev

@@ -1,0 +1,269 @@
+// Posting on an RC QP: reserve WQEBBs, build WQEs (wqe.hpp), mark them ready in order,
+// submit (doorbell record, then doorbell), and learn completions from the send CQ.
+//
+// Counters (all free-running, in WQEBBs):  completed <= rung <= ready <= reserved.
+//   reserved  - handed out by sq_reserve (fetch_add): slots are contiguous, never shared
+//   ready     - advanced in reservation order by sq_mark_ready; everything below is written
+//   rung      - the highest value written to the DBR and rung; monotone under db_lock
+//   completed - learned from CQEs; the poster never reuses a WQEBB at or above it - N
+// Memory ordering is documented in docs/memory-ordering.md.
+#pragma once
+
+#include <cstdint>
+
+#include "gdaki/config.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/device/cq.hpp"
+#include "gdaki/device/handles.hpp"
+#include "gdaki/device/ring.hpp"
+#include "gdaki/device/wqe.hpp"
+#include "gdaki/prm/wqe.hpp"
+#include "gdaki/status.hpp"
+
+namespace gdaki::dev {
+
+inline constexpr uint64_t wait_forever = ~uint64_t{0};
+
+// ---------------------------------------------------------------------------------------
+// Completions of the send queue
+// ---------------------------------------------------------------------------------------
+
+// Consumes one CQE of qp's send CQ and advances sq_completed past the WQE it names (the SQ
+// completes in order, so that WQE and every earlier one are finished). The WQE's size is
+// read from its own control segment, which cannot be reused before the CQE is claimed.
+// Error CQEs also latch the first failure (err_index / err_syndrome).
+// Returns ok with *out filled, or again when no CQE is waiting.
+namespace detail {
+// Reads the size of the WQE a send CQE names, while the CQE is not yet claimed (so the
+// WQE's slot can not have been reused).
+struct wqe_size_peek {
+  const qp_handle* qp;
+  uint64_t first = 0;
+  uint32_t nbb = 1;
+  GDAKI_HD void operator()(const completion& c) {
+    first = widen16(arch::load_acquire(&qp->sq_rung), c.wqe_counter);
+    const auto* ctrl = reinterpret_cast<const prm::ctrl_seg*>(
+        qp->sq_buf + ((first & (sq_wqebbs(*qp) - 1)) << prm::wqebb_shift));
+    nbb = prm::wqebbs_for_ds(prm::from_be(ctrl->qpn_ds) & 0x3f);
+    if (nbb == 0) nbb = 1;
+  }
+};
+}  // namespace detail
+
+GDAKI_HD inline status sq_poll(qp_handle& qp, completion* out) {
+  detail::wqe_size_peek peek{&qp};
+  uint64_t pos = 0;
+  const status st = cq_poll_one(*qp.send_cq, out, &pos, peek);
+  const uint64_t first = peek.first;
+  const uint32_t nbb = peek.nbb;
+  if (st != status::ok) return st;
+  if (!out->ok()) {
+    uint64_t cur = arch::load_acquire(&qp.err_index);
+    while (first < cur && !arch::compare_swap(&qp.err_index, cur, first)) cur = arch::load_acquire(&qp.err_index);
+    if (first < cur || cur == first) {
+      arch::store_relaxed(&qp.err_syndrome, static_cast<uint32_t>(out->syndrome));
+      arch::store_relaxed(&qp.err_vendor_syndrome, out->vendor_syndrome);
+    }
+  }
+  arch::fetch_max(&qp.sq_completed, first + nbb);
+  return status::ok;
+}
+
+// Drains every waiting send CQE. Returns how many were consumed.
+GDAKI_HD inline uint32_t sq_progress(qp_handle& qp) {
+  completion c;
+  uint32_t n = 0;
+  while (sq_poll(qp, &c) == status::ok) ++n;
+  return n;
+}
+
+// Status of the WQEs that end at or before `ticket` (a free-running WQEBB count, as
+// returned by the posting calls): ok once the NIC finished them all without error,
+// io_error if one of them failed or was flushed, again if not yet complete.
+GDAKI_HD inline status sq_test(qp_handle& qp, uint64_t ticket) {
+  if (arch::load_acquire(&qp.sq_completed) < ticket) {
+    sq_progress(qp);
+    if (arch::load_acquire(&qp.sq_completed) < ticket) {
+      // An error CQE names the failing WQE; in ERR the rest are flushed one CQE each, so
+      // a ticket behind the failure is settled as an error even before its flush arrives.
+      return arch::load_acquire(&qp.err_index) < ticket ? status::io_error : status::again;
+    }
+  }
+  return arch::load_acquire(&qp.err_index) < ticket ? status::io_error : status::ok;
+}
+
+// Waits until sq_test(ticket) is not again, or timeout_ns passes (wait_forever = no limit).
+// Returns ok, io_error or timeout.
+GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns = wait_forever) {
+  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
+  for (uint32_t i = 0;; ++i) {
+    const status st = sq_test(qp, ticket);
+    if (st != status::again) return st;
+    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
+    arch::spin_pause(i);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reserve, mark ready, submit
+// ---------------------------------------------------------------------------------------
+
+// Hands out nbb contiguous WQEBBs (thread-safe). Returns the first one's counter. The
+// slots may still hold WQEs the NIC has not finished: call sq_wait_space before writing.
+GDAKI_HD GDAKI_FORCEINLINE uint64_t sq_reserve(qp_handle& qp, uint32_t nbb) {
+  return arch::fetch_add(&qp.sq_reserved, nbb);
+}
+
+// Flow control: waits until WQEBBs [start, start + nbb) no longer hold unfinished WQEs,
+// polling the send CQ meanwhile. Returns ok, or timeout (the QP then can not make
+// progress: its peer is gone or nothing signalled was posted in a ring's worth of WQEBBs).
+GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb, uint64_t timeout_ns = wait_forever) {
+  const uint64_t need = start + nbb - sq_wqebbs(qp);  // completed must reach this
+  if (start + nbb <= sq_wqebbs(qp) || arch::load_acquire(&qp.sq_completed) >= need) return status::ok;
+  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
+  for (uint32_t i = 0; arch::load_acquire(&qp.sq_completed) < need; ++i) {
+    if (sq_progress(qp) != 0) continue;
+    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
+    arch::spin_pause(i);
+  }
+  return status::ok;
+}
+
+// Reserve plus flow control in one call: *start receives the first WQEBB. Returns ok,
+// invalid (nbb larger than the QP allows) or timeout.
+GDAKI_HD inline status sq_acquire(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns = wait_forever) {
+  if (nbb == 0 || nbb > qp.max_send_wqebbs || nbb > sq_wqebbs(qp)) return status::invalid;
+  *start = sq_reserve(qp, nbb);
+  return sq_wait_space(qp, *start, nbb, timeout_ns);
+}
+
+// Declares WQEBBs [start, start + nbb) fully written. Ready advances in reservation
+// order, so this waits for every earlier reservation to be marked first: a doorbell can
+// then never cover a slot that is still being written.
+GDAKI_HD inline void sq_mark_ready(qp_handle& qp, uint64_t start, uint32_t nbb) {
+  for (uint32_t i = 0; arch::load_acquire(&qp.sq_ready) != start; ++i) arch::spin_pause(i);
+  // Release: the WQE bytes written by this thread happen-before the new ready value, so
+  // whichever thread rings for it (after an acquire of ready) publishes complete WQEs.
+  arch::store_release(&qp.sq_ready, start + nbb);
+}
+
+namespace detail {
+// The synthetic doorbell word DOCA / NVSHMEM write: ctrl bytes 0..7 with wqe_index = pc,
+// opcode 0, DS 0 (PRM 3.2). As a little-endian 64-bit store the first BE32 is the low half.
+GDAKI_HD constexpr uint64_t doorbell_word(uint32_t qpn, uint64_t pc) {
+  return static_cast<uint64_t>(prm::to_be32(static_cast<uint32_t>(pc & 0xffff) << 8).raw) |
+         (static_cast<uint64_t>(prm::to_be32(qpn << 8).raw) << 32);
+}
+
+GDAKI_HD inline void lock(uint32_t* l) {
+  for (uint32_t i = 0; !arch::compare_swap(l, 0u, 1u); ++i) arch::spin_pause(i);
+}
+GDAKI_HD inline void unlock(uint32_t* l) { arch::store_release(l, 0u); }
+
+// BlueFlame: copy the WQE that starts at `first` (64-byte chunks, wrapping at the ring
+// end) into the BF register with 8-byte stores. The WQE is also in the ring, so a NIC
+// that ignores the copy still executes it.
+GDAKI_HD inline void blueflame_copy(qp_handle& qp, uint64_t first, uint32_t nbb) {
+  for (uint32_t b = 0; b < nbb; ++b) {
+    const auto* src = reinterpret_cast<const uint64_t*>(qp.sq_buf + (((first + b) & (sq_wqebbs(qp) - 1)) << 6));
+    auto* dst = reinterpret_cast<uint64_t*>(qp.bf_reg + b * 64);
+    for (uint32_t w = 0; w < 8; ++w) arch::doorbell_store64(dst + w, src[w]);
+  }
+}
+}  // namespace detail
+
+// Publishes every ready WQEBB: DBR[snd] = ready, then the doorbell (unless the QP is in
+// CPU-assisted mode, where a CPU service rings). Serialised by db_lock and skipped when
+// nothing new is ready, so DBR values and doorbells stay monotone across threads.
+GDAKI_HD inline void sq_submit(qp_handle& qp) {
+  detail::lock(&qp.db_lock);
+  const uint64_t prev = qp.sq_rung;
+  const uint64_t pc = arch::load_acquire(&qp.sq_ready);
+  if (pc != prev) {
+    // (1) WQE stores (ours, and other threads' via their release of ready and our
+    //     acquire above) before the DBR store the NIC acquires.
+    arch::fence_to_device();
+    arch::store_release(&qp.dbrec->snd.raw, prm::to_be32(static_cast<uint32_t>(pc & 0xffff)).raw);
+    arch::store_release(&qp.sq_rung, pc);
+    if (qp.db_mode != doorbell_mode::cpu_assisted) {
+      // (2) DBR store before the MMIO doorbell: a NIC woken by the doorbell reads the DBR.
+      arch::fence_before_mmio();
+      const auto* ctrl = reinterpret_cast<const prm::ctrl_seg*>(qp.sq_buf + ((prev & (sq_wqebbs(qp) - 1)) << 6));
+      const uint32_t first_nbb = prm::wqebbs_for_ds(prm::from_be(ctrl->qpn_ds) & 0x3f);
+      if (qp.db_mode == doorbell_mode::blueflame && qp.bf_reg != nullptr && prev + first_nbb == pc &&
+          first_nbb * 64 <= qp.bf_size) {
+        detail::blueflame_copy(qp, prev, first_nbb);  // exactly one WQE: BlueFlame it
+      } else {
+        arch::doorbell_store64(qp.uar_db, detail::doorbell_word(qp.qpn, pc));
+      }
+    }
+  }
+  detail::unlock(&qp.db_lock);
+#if !GDAKI_DEVICE_PASS
+  if (pc != prev && qp.host_doorbell_hook != nullptr) qp.host_doorbell_hook(qp.host_hook_ctx);
+#endif
+}
+
+// Marks [start, start + nbb) ready and submits. Returns the ticket for sq_wait/sq_test.
+GDAKI_HD inline uint64_t sq_commit(qp_handle& qp, uint64_t start, uint32_t nbb) {
+  sq_mark_ready(qp, start, nbb);
+  sq_submit(qp);
+  return start + nbb;
+}
+
+// Everything posted so far is complete: posts a signalled NOP (the only way to learn the
+// fate of unsignalled WQEs) and waits for it. Returns ok, io_error or timeout.
+GDAKI_HD inline status sq_quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever) {
+  uint64_t start;
+  const status st = sq_acquire(qp, 1, &start, timeout_ns);
+  if (st != status::ok) return st;
+  prepare_nop(qp, start, prm::ctrl_flags::cq_update);
+  return sq_wait(qp, sq_commit(qp, start, 1), timeout_ns);
+}
+
+// ---------------------------------------------------------------------------------------
+// Receive queue
+// ---------------------------------------------------------------------------------------
+
+// Consumes one receive CQE and retires the receive WQE it names. Returns ok or again.
+GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out) {
+  uint64_t pos;
+  no_peek peek;
+  const status st = cq_poll_one(*qp.recv_cq, out, &pos, peek);
+  if (st != status::ok) return st;
+  const uint64_t full = widen16(arch::load_acquire(&qp.rq_ready), out->wqe_counter);
+  arch::fetch_max(&qp.rq_completed, full + 1);
+  return status::ok;
+}
+
+// Posts one receive WQE scattering into sgl[0..num_sge). Thread-safe; the RQ doorbell
+// record is written in posting order. Returns ok, again (RQ full) or invalid (too many
+// entries for the stride).
+GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge) {
+  const uint32_t slots = (1u << qp.log_rq_stride) / 16;
+  if (num_sge > slots) return status::invalid;
+  uint64_t idx = arch::load_acquire(&qp.rq_reserved);
+  do {
+    if (idx - arch::load_acquire(&qp.rq_completed) >= rq_wqes(qp)) return status::again;
+  } while (!arch::compare_swap(&qp.rq_reserved, idx, idx + 1));
+  auto* seg = reinterpret_cast<prm::data_seg*>(qp.rq_buf + ((idx & (rq_wqes(qp) - 1)) << qp.log_rq_stride));
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    seg[i].byte_count = prm::to_be32(sgl[i].length);
+    seg[i].lkey = prm::to_be32(sgl[i].lkey);
+    seg[i].addr = prm::to_be64(sgl[i].addr);
+  }
+  if (num_sge < slots) {  // terminator: a zero-length entry with the invalid lkey
+    seg[num_sge].byte_count = prm::to_be32(0);
+    seg[num_sge].lkey = prm::to_be32(prm::invalid_lkey);
+    seg[num_sge].addr = prm::to_be64(0);
+  }
+  for (uint32_t i = 0; arch::load_acquire(&qp.rq_ready) != idx; ++i) arch::spin_pause(i);
+  // Receive WQE bytes before the DBR word that exposes them; the DBR store comes before
+  // our release of rq_ready, so the next poster's DBR store is ordered after ours.
+  arch::fence_to_device();
+  arch::store_release(&qp.dbrec->rcv.raw, prm::to_be32(static_cast<uint32_t>((idx + 1) & 0xffff)).raw);
+  arch::store_release(&qp.rq_ready, idx + 1);
+  return status::ok;
+}
+
+}  // namespace gdaki::dev

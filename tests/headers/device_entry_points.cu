@@ -1,0 +1,48 @@
+// Compile-only check: every data-path entry point called from a __global__ kernel, built
+// for sm_90 whenever nvcc is present. Proves the headers are valid device code.
+#include "gdaki/device/datapath.hpp"
+
+using namespace gdaki;
+using namespace gdaki::dev;
+
+__global__ void every_entry_point(qp_handle* qp, cq_handle* cq, uint64_t raddr, uint32_t rkey, uint64_t laddr,
+                                  uint32_t lkey, uint64_t* out) {
+  sge g{laddr, 64, lkey};
+  const sge two[2] = {g, g};
+  uint64_t start = 0;
+  if (sq_acquire(*qp, wqebbs_rdma(2), &start) != status::ok) return;
+  prepare_write(*qp, start, raddr, rkey, two, 2, prm::ctrl_flags::cq_update);
+  prepare_nop(*qp, start, 0);
+  prepare_write_imm(*qp, start, raddr, rkey, &g, 1, 0x01020304u, prm::ctrl_flags::cq_update);
+  const uint32_t value = 7;
+  prepare_write_inline(*qp, start, raddr, rkey, &value, sizeof value, prm::ctrl_flags::cq_update);
+  prepare_read(*qp, start, raddr, rkey, &g, 1, prm::ctrl_flags::cq_update);
+  prepare_atomic_fa(*qp, start, raddr, rkey, 1, g, prm::ctrl_flags::cq_update);
+  prepare_atomic_cs(*qp, start, raddr, rkey, 0, 1, g, prm::ctrl_flags::cq_update);
+  prepare_masked_cs(*qp, start, raddr, rkey, 8, 0, ~0ull, 1, ~0ull, g, prm::ctrl_flags::cq_update);
+  prepare_masked_fa(*qp, start, raddr, rkey, 4, 1, 0, g, prm::ctrl_flags::cq_update);
+  prepare_send(*qp, start, &g, 1, prm::ctrl_flags::cq_update);
+  prepare_send_imm(*qp, start, &g, 1, 0x0a0b0c0du, prm::ctrl_flags::cq_update);
+  prepare_send_inline(*qp, start, &value, sizeof value, prm::ctrl_flags::cq_update);
+  const uint64_t reserved = sq_reserve(*qp, 1);
+  (void)sq_wait_space(*qp, reserved, 1, 1000);
+  sq_mark_ready(*qp, start, wqebbs_rdma(2));
+  sq_submit(*qp);
+  const uint64_t ticket = sq_commit(*qp, reserved, 1);
+  out[0] = static_cast<uint64_t>(sq_test(*qp, ticket));
+  out[1] = static_cast<uint64_t>(sq_wait(*qp, ticket, 1000000));
+  out[2] = static_cast<uint64_t>(sq_quiet(*qp, 1000000));
+  out[3] = sq_progress(*qp);
+  completion c;
+  out[4] = static_cast<uint64_t>(sq_poll(*qp, &c));
+  out[5] = static_cast<uint64_t>(rq_post(*qp, &g, 1));
+  out[6] = static_cast<uint64_t>(rq_poll(*qp, &c));
+  out[7] = static_cast<uint64_t>(cq_poll_one(*cq, &c));
+  out[8] = arch::warp_ballot(threadIdx.x & 1) + arch::warp_shfl(out[0], 0) + arch::lane_id() + arch::clock_ns();
+  uint32_t total;
+  out[9] = arch::warp_exclusive_sum(1, &total) + total + arch::block_rank_in_grid() + arch::blocks_in_grid();
+  arch::warp_sync();
+  arch::block_sync();
+  out[10] = widen16(reserved, c.wqe_counter) + ring_before<16>(1, 2);
+  out[11] = to_string(status::ok)[0];
+}
