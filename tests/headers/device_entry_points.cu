@@ -46,3 +46,33 @@ __global__ void every_entry_point(qp_handle* qp, cq_handle* cq, uint64_t raddr, 
   out[10] = widen16(reserved, c.wqe_counter) + ring_before<16>(1, 2);
   out[11] = to_string(status::ok)[0];
 }
+
+// The device API (ops.hpp) at every scope and sharing mode.
+template <typename Scope, sharing S>
+__device__ void device_api_calls(qp_handle& qp, remote_ptr r, local_ptr l, uint64_t* out) {
+  uint64_t t = 0;
+  const uint64_t v = 42;
+  out[0] += static_cast<uint64_t>(put<Scope, S>(qp, r, l, 4096, &t));
+  out[0] += static_cast<uint64_t>(p<Scope, S>(qp, r, &v, sizeof v, &t));
+  out[0] += static_cast<uint64_t>(put_signal<Scope, S>(qp, r, l, 64, r, signal_op::add, 1, &t));
+  out[0] += static_cast<uint64_t>(signal<Scope, S>(qp, r, signal_op::set, 1, &t));
+  out[0] += static_cast<uint64_t>(get<Scope, S>(qp, l, r, 64, &t));
+  out[0] += static_cast<uint64_t>(atomic_fetch_add<Scope, S>(qp, r, 1, l, &t));
+  out[0] += static_cast<uint64_t>(atomic_compare_swap<Scope, S>(qp, r, 0, 1, l, &t));
+  uint64_t old = 0;
+  out[0] += static_cast<uint64_t>(atomic_fetch_add_wait<Scope, S>(qp, r, 1, l, &old, 1000));
+  out[0] += static_cast<uint64_t>(atomic_compare_swap_wait<Scope, S>(qp, r, 0, 1, l, &old, 1000));
+  out[0] += static_cast<uint64_t>(fence<Scope, S>(qp));
+  out[0] += static_cast<uint64_t>(quiet<Scope, S>(qp, 1000));
+  out[0] += static_cast<uint64_t>(test(qp, t)) + static_cast<uint64_t>(wait(qp, t, 1000)) + old;
+  out[0] += static_cast<uint64_t>(last_error(qp).syndrome);
+}
+
+__global__ void device_api(qp_handle* qp, remote_ptr r, local_ptr l, uint64_t* out) {
+  device_api_calls<scope_thread, sharing::exclusive>(*qp, r, l, out);
+  device_api_calls<scope_thread, sharing::grid>(*qp, r, l, out);
+  device_api_calls<scope_warp, sharing::exclusive>(*qp, r, l, out);
+  device_api_calls<scope_warp, sharing::block>(*qp, r, l, out);
+  device_api_calls<scope_block, sharing::exclusive>(*qp, r, l, out);
+  device_api_calls<scope_block, sharing::grid>(*qp, r, l, out);
+}

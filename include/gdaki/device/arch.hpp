@@ -393,4 +393,63 @@ GDAKI_HD GDAKI_FORCEINLINE void block_sync() {
 #endif
 }
 
+// Exclusive prefix sum of v over the block's threads (in thread-rank order), and the
+// block total in *total. Every thread of the block must call it.
+GDAKI_HD inline uint32_t block_exclusive_sum(uint32_t v, uint32_t* total) {
+#if GDAKI_DEVICE_PASS
+  __shared__ uint32_t warp_totals[32];
+  uint32_t warp_total;
+  const uint32_t in_warp = warp_exclusive_sum(v, &warp_total);
+  const uint32_t warp = thread_rank_in_block() / warp_size;
+  if (lane_id() == 0) warp_totals[warp] = warp_total;
+  __syncthreads();
+  uint32_t before = 0, sum = 0;
+  const uint32_t warps = (threads_in_block() + warp_size - 1) / warp_size;
+  for (uint32_t w = 0; w < warps; ++w) {
+    if (w == warp) before = sum;
+    sum += warp_totals[w];
+  }
+  __syncthreads();  // warp_totals is reused by the next call
+  *total = sum;
+  return before + in_warp;
+#else
+  auto* c = host::current_context;
+  if (!c) {
+    *total = v;
+    return 0;
+  }
+  const uint32_t me = thread_rank_in_block();
+  c->block->slots[me] = v;
+  c->block->barrier.arrive_and_wait();
+  uint32_t before = 0, sum = 0;
+  for (uint32_t t = 0; t < threads_in_block(); ++t) {
+    if (t == me) before = sum;
+    sum += static_cast<uint32_t>(c->block->slots[t]);
+  }
+  c->block->barrier.arrive_and_wait();
+  *total = sum;
+  return before;
+#endif
+}
+
+// Value of v held by the thread of rank src in the block. Every thread must call it.
+GDAKI_HD inline uint64_t block_broadcast(uint64_t v, uint32_t src) {
+#if GDAKI_DEVICE_PASS
+  __shared__ uint64_t slot;
+  if (thread_rank_in_block() == src) slot = v;
+  __syncthreads();
+  const uint64_t r = slot;
+  __syncthreads();
+  return r;
+#else
+  auto* c = host::current_context;
+  if (!c) return v;
+  if (thread_rank_in_block() == src) c->block->slots[0] = v;
+  c->block->barrier.arrive_and_wait();
+  const uint64_t r = c->block->slots[0];
+  c->block->barrier.arrive_and_wait();
+  return r;
+#endif
+}
+
 }  // namespace gdaki::dev::arch

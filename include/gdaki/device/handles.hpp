@@ -56,6 +56,10 @@ struct qp_handle {
   cq_handle* recv_cq;
   host_doorbell_hook_fn host_doorbell_hook;
   void* host_hook_ctx;
+  // An 8-byte registered local buffer (with LOCAL_WRITE) that receives the discarded
+  // results of signal atomics (put_signal / signal with add). Zero when not set up.
+  uint64_t scratch_addr;
+  uint32_t scratch_lkey;
   // --- send counters (free-running, in WQEBBs) ---------------------------------------
   alignas(64) uint64_t sq_reserved;  // handed out to posters
   alignas(64) uint64_t sq_ready;     // every WQEBB below this is fully written

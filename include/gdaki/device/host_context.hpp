@@ -56,6 +56,7 @@ struct warp_state {
 struct block_state {
   explicit block_state(uint32_t threads) : barrier(threads) {}
   thread_barrier barrier;
+  uint64_t slots[1024] = {};  // exchange space for block-wide scans and broadcasts
 };
 
 struct thread_context {

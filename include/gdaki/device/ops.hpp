@@ -1,0 +1,409 @@
+// The device API: one-sided operations for kernel authors (and CPU threads), written on
+// top of the data-path core (sq.hpp). Every call takes a cooperation scope and a sharing
+// mode as template parameters:
+//
+//   Scope   scope_thread  each calling thread posts its own operation
+//           scope_warp    every lane of the warp calls; one reservation for the warp, each
+//                         lane builds its own WQE(s), one doorbell (rung by lane 0)
+//           scope_block   every thread of the block calls; one reservation, one doorbell
+//                         (rung by thread 0 of the block)
+//   sharing exclusive     the QP is used by this thread (thread scope), this warp or this
+//                         block only: plain counter updates, no lock
+//           block / grid  several threads, warps or blocks post on the QP concurrently:
+//                         atomic reservation and in-order publication (sq.hpp)
+//
+// A lane or thread that has nothing to post in a collective (warp/block) call passes
+// op_flags::skip. Calls return a gdaki::status; posting calls also return a ticket (the
+// WQEBB count just past the caller's last WQE) for test/wait. Every blocking call takes a
+// timeout in nanoseconds (wait_forever = none). Host-side state dumps: device/dump.hpp.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gdaki/config.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/device/handles.hpp"
+#include "gdaki/device/sq.hpp"
+#include "gdaki/device/wqe.hpp"
+#include "gdaki/prm/wqe.hpp"
+#include "gdaki/status.hpp"
+
+namespace gdaki::dev {
+
+struct scope_thread {};
+struct scope_warp {};
+struct scope_block {};
+
+enum class sharing : uint32_t { exclusive = 0, block = 1, grid = 2 };
+
+// A remote buffer: virtual address in the peer's registered memory and its rkey.
+struct remote_ptr {
+  uint64_t addr;
+  uint32_t rkey;
+};
+// A local registered buffer: address and lkey.
+struct local_ptr {
+  uint64_t addr;
+  uint32_t lkey;
+};
+
+namespace op_flags {
+inline constexpr uint32_t none = 0;
+inline constexpr uint32_t fence = 1u << 0;        // start only after earlier READs/atomics completed
+inline constexpr uint32_t unsignaled = 1u << 1;   // no CQE on success (learn its fate via quiet)
+inline constexpr uint32_t skip = 1u << 2;         // collective call: this lane/thread posts nothing
+}  // namespace op_flags
+
+enum class signal_op : uint32_t {
+  add = 0,  // remote 8-byte word += value (atomic fetch-add, result discarded)
+  set = 1,  // remote 8-byte word = value (8-byte inline RDMA WRITE)
+};
+
+// mlx5 RC messages are at most 2 GiB; puts and gets above this are split.
+inline constexpr uint64_t max_message_bytes = uint64_t{1} << 30;
+
+// The outcome of a failed operation, for diagnostics: the latched first error.
+struct op_error {
+  prm::syndrome syndrome;
+  uint64_t wqe_index;  // first WQEBB of the failing WQE
+};
+
+GDAKI_HD inline op_error last_error(const qp_handle& qp) {
+  return op_error{static_cast<prm::syndrome>(arch::load_relaxed(&qp.err_syndrome)),
+                  arch::load_acquire(&qp.err_index)};
+}
+
+namespace detail {
+
+GDAKI_HD constexpr uint8_t ctrl_byte(uint32_t flags) {
+  return static_cast<uint8_t>(((flags & op_flags::unsignaled) ? prm::ctrl_flags::ce_error_only
+                                                                : prm::ctrl_flags::cq_update) |
+                              ((flags & op_flags::fence) ? prm::ctrl_flags::fence : 0));
+}
+
+template <sharing S>
+GDAKI_HD inline uint64_t reserve(qp_handle& qp, uint32_t nbb) {
+  if constexpr (S == sharing::exclusive) {
+    const uint64_t start = arch::load_relaxed(&qp.sq_reserved);
+    arch::store_relaxed(&qp.sq_reserved, start + nbb);
+    return start;
+  } else {
+    return sq_reserve(qp, nbb);
+  }
+}
+
+template <sharing S>
+GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb) {
+  if constexpr (S == sharing::exclusive) {
+    // Sole poster: ready is ours alone, no ordering wait. The release still carries the
+    // WQE bytes to whichever thread reads ready (sq_submit acquires it).
+    arch::store_release(&qp.sq_ready, start + nbb);
+    sq_submit(qp);
+    return start + nbb;
+  } else {
+    return sq_commit(qp, start, nbb);
+  }
+}
+
+// Posts one collective batch: each participant needs `nbb` WQEBBs (0 = nothing) and
+// `build(first_wqebb)` writes its WQEs there. Returns the caller's ticket in *ticket.
+template <typename Scope, sharing S, typename Build>
+GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+  if constexpr (std::is_same_v<Scope, scope_thread>) {
+    if (nbb == 0) {
+      *ticket = arch::load_acquire(&qp.sq_ready);
+      return status::ok;
+    }
+    if (nbb > sq_wqebbs(qp)) return status::invalid;
+    const uint64_t start = reserve<S>(qp, nbb);
+    const status st = sq_wait_space(qp, start, nbb, timeout_ns);
+    if (st != status::ok) return st;
+    build(start);
+    *ticket = publish<S>(qp, start, nbb);
+    return status::ok;
+  } else {
+    constexpr bool warp = std::is_same_v<Scope, scope_warp>;
+    static_assert(warp || std::is_same_v<Scope, scope_block>, "scope must be scope_thread, scope_warp or scope_block");
+    uint32_t total = 0;
+    const uint32_t offset = warp ? arch::warp_exclusive_sum(nbb, &total) : arch::block_exclusive_sum(nbb, &total);
+    const bool leader = warp ? arch::lane_id() == 0 : arch::thread_rank_in_block() == 0;
+    uint64_t base = 0;
+    uint32_t st = static_cast<uint32_t>(status::ok);
+    if (leader && total != 0) {
+      if (total > sq_wqebbs(qp)) {
+        st = static_cast<uint32_t>(status::invalid);
+      } else {
+        base = reserve<S>(qp, total);
+        st = static_cast<uint32_t>(sq_wait_space(qp, base, total, timeout_ns));
+      }
+    }
+    // One exchange carries both the base (low 56 bits are plenty) and the status.
+    const uint64_t packed = warp ? arch::warp_shfl((base << 8) | st, 0) : arch::block_broadcast((base << 8) | st, 0);
+    base = packed >> 8;
+    const auto result = static_cast<status>(packed & 0xff);
+    if (total == 0) {
+      *ticket = arch::load_acquire(&qp.sq_ready);
+      return status::ok;
+    }
+    if (result != status::ok) return result;
+    if (nbb != 0) build(base + offset);
+    if (warp) {
+      arch::warp_sync();
+    } else {
+      arch::block_sync();
+    }
+    if (leader) publish<S>(qp, base, total);
+    *ticket = base + offset + nbb;
+    return status::ok;
+  }
+}
+
+// Builders, one per operation, capturing the caller's arguments.
+struct put_builder {
+  const qp_handle* qp;
+  remote_ptr dst;
+  local_ptr src;
+  uint64_t bytes;
+  uint8_t ctrl;
+  GDAKI_HD void operator()(uint64_t start) const {
+    uint64_t done = 0;
+    uint64_t at = start;
+    do {  // one WQE per max_message_bytes chunk; a zero-byte put is one ctrl+raddr WQE
+      const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
+      const sge g{src.addr + done, static_cast<uint32_t>(chunk), src.lkey};
+      at += prepare_write(*qp, at, dst.addr + done, dst.rkey, &g, chunk ? 1u : 0u, ctrl);
+      done += chunk;
+    } while (done < bytes);
+  }
+};
+
+struct get_builder {
+  const qp_handle* qp;
+  local_ptr dst;
+  remote_ptr src;
+  uint64_t bytes;
+  uint8_t ctrl;
+  GDAKI_HD void operator()(uint64_t start) const {
+    uint64_t done = 0;
+    uint64_t at = start;
+    do {
+      const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
+      const sge g{dst.addr + done, static_cast<uint32_t>(chunk), dst.lkey};
+      at += prepare_read(*qp, at, src.addr + done, src.rkey, &g, chunk ? 1u : 0u, ctrl);
+      done += chunk;
+    } while (done < bytes);
+  }
+};
+
+struct inline_builder {
+  const qp_handle* qp;
+  remote_ptr dst;
+  const void* value;
+  uint32_t len;
+  uint8_t ctrl;
+  GDAKI_HD void operator()(uint64_t start) const { prepare_write_inline(*qp, start, dst.addr, dst.rkey, value, len, ctrl); }
+};
+
+struct signal_builder {
+  const qp_handle* qp;
+  remote_ptr sig;
+  signal_op op;
+  uint64_t value;
+  uint8_t ctrl;
+  GDAKI_HD uint32_t build(uint64_t at) const {
+    if (op == signal_op::add) {
+      const sge result{qp->scratch_addr, 8, qp->scratch_lkey};
+      return prepare_atomic_fa(*qp, at, sig.addr, sig.rkey, value, result, ctrl);
+    }
+    return prepare_write_inline(*qp, at, sig.addr, sig.rkey, &value, 8, ctrl);
+  }
+  GDAKI_HD void operator()(uint64_t start) const { build(start); }
+};
+
+struct put_signal_builder {
+  put_builder data;
+  signal_builder sig;
+  GDAKI_HD void operator()(uint64_t start) const {
+    data(start);
+    // The signal follows the data WQE(s) on the same QP: the responder executes them in
+    // order, so a reader that sees the signal sees the data (PRM 6.2).
+    sig.build(start + put_chunks(data.bytes));
+  }
+  GDAKI_HD static uint64_t put_chunks(uint64_t bytes) {
+    return bytes == 0 ? 1 : (bytes + max_message_bytes - 1) / max_message_bytes;
+  }
+};
+
+struct atomic_builder {
+  const qp_handle* qp;
+  remote_ptr dst;
+  local_ptr result;
+  uint64_t a;  // FA: addend; CS: compare
+  uint64_t b;  // CS: swap
+  bool cas;
+  uint8_t ctrl;
+  GDAKI_HD void operator()(uint64_t start) const {
+    const sge r{result.addr, 8, result.lkey};
+    if (cas) {
+      prepare_atomic_cs(*qp, start, dst.addr, dst.rkey, a, b, r, ctrl);
+    } else {
+      prepare_atomic_fa(*qp, start, dst.addr, dst.rkey, a, r, ctrl);
+    }
+  }
+};
+
+struct nop_builder {
+  const qp_handle* qp;
+  uint8_t ctrl;
+  GDAKI_HD void operator()(uint64_t start) const { prepare_nop(*qp, start, ctrl); }
+};
+
+GDAKI_HD constexpr uint32_t chunks_of(uint64_t bytes) {
+  return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + max_message_bytes - 1) / max_message_bytes);
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------
+// Operations. Each returns ok (posted; *ticket set), invalid, or timeout (no ring space
+// within timeout_ns). Completion is learned with test()/wait() on the ticket, or quiet().
+// ---------------------------------------------------------------------------------------
+
+// RDMA WRITE of `bytes` from local `src` to remote `dst` (split above max_message_bytes).
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status put(qp_handle& qp, remote_ptr dst, local_ptr src, uint64_t bytes, uint64_t* ticket,
+                           uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
+  detail::put_builder b{&qp, dst, src, bytes, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// Inline RDMA WRITE of len <= qp.max_inline bytes copied from `value` into the WQE (no
+// local registration needed; `value` may be reused as soon as p returns).
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status p(qp_handle& qp, remote_ptr dst, const void* value, uint32_t len, uint64_t* ticket,
+                         uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
+  if (!(flags & op_flags::skip) && len > qp.max_inline) return status::invalid;
+  detail::inline_builder b{&qp, dst, value, len, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_write_inline(len);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// Signal alone: remote 8-byte word `sig` += value (add) or = value (set).
+// add needs the QP's scratch buffer (qp.scratch_lkey) for the discarded atomic result.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status signal(qp_handle& qp, remote_ptr sig, signal_op op, uint64_t value, uint64_t* ticket,
+                              uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
+  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) return status::invalid;
+  detail::signal_builder b{&qp, sig, op, value, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : 1;
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// put, then signal, as one reservation: the signal is never visible before the data.
+// The data WQEs are unsignaled; the signal WQE carries the completion.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status put_signal(qp_handle& qp, remote_ptr dst, local_ptr src, uint64_t bytes, remote_ptr sig,
+                                  signal_op op, uint64_t value, uint64_t* ticket, uint32_t flags = op_flags::none,
+                                  uint64_t timeout_ns = wait_forever) {
+  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) return status::invalid;
+  detail::put_signal_builder b{{&qp, dst, src, bytes, detail::ctrl_byte(flags | op_flags::unsignaled)},
+                               {&qp, sig, op, value, detail::ctrl_byte(flags & ~op_flags::fence)}};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1) + 1;
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// RDMA READ of `bytes` from remote `src` into local `dst`. The data is in dst once the
+// ticket completes (test/wait).
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status get(qp_handle& qp, local_ptr dst, remote_ptr src, uint64_t bytes, uint64_t* ticket,
+                           uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
+  detail::get_builder b{&qp, dst, src, bytes, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// Remote 8-byte fetch-and-add; the old value lands in local `result` (8 bytes,
+// LOCAL_WRITE) when the ticket completes.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status atomic_fetch_add(qp_handle& qp, remote_ptr dst, uint64_t add, local_ptr result,
+                                        uint64_t* ticket, uint32_t flags = op_flags::none,
+                                        uint64_t timeout_ns = wait_forever) {
+  detail::atomic_builder b{&qp, dst, result, add, 0, false, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_atomic();
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// Remote 8-byte compare-and-swap; the old value lands in local `result`.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status atomic_compare_swap(qp_handle& qp, remote_ptr dst, uint64_t compare, uint64_t swap,
+                                           local_ptr result, uint64_t* ticket, uint32_t flags = op_flags::none,
+                                           uint64_t timeout_ns = wait_forever) {
+  detail::atomic_builder b{&qp, dst, result, compare, swap, true, detail::ctrl_byte(flags)};
+  const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_atomic();
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+}
+
+// Non-blocking completion check of one ticket: ok, again or io_error.
+GDAKI_HD inline status test(qp_handle& qp, uint64_t ticket) { return sq_test(qp, ticket); }
+
+// Waits for one ticket: ok, io_error (the operation or an earlier one failed; see
+// last_error) or timeout.
+GDAKI_HD inline status wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns = wait_forever) {
+  return sq_wait(qp, ticket, timeout_ns);
+}
+
+// Fetch-and-add that waits and returns the old value in *old.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status atomic_fetch_add_wait(qp_handle& qp, remote_ptr dst, uint64_t add, local_ptr result,
+                                             uint64_t* old, uint64_t timeout_ns = wait_forever) {
+  uint64_t t;
+  status st = atomic_fetch_add<Scope, S>(qp, dst, add, result, &t, op_flags::none, timeout_ns);
+  if (st == status::ok) st = sq_wait(qp, t, timeout_ns);
+  if (st == status::ok) *old = arch::load_acquire(reinterpret_cast<const uint64_t*>(result.addr));
+  return st;
+}
+
+// Compare-and-swap that waits and returns the old value in *old.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status atomic_compare_swap_wait(qp_handle& qp, remote_ptr dst, uint64_t compare, uint64_t swap,
+                                                local_ptr result, uint64_t* old, uint64_t timeout_ns = wait_forever) {
+  uint64_t t;
+  status st = atomic_compare_swap<Scope, S>(qp, dst, compare, swap, result, &t, op_flags::none, timeout_ns);
+  if (st == status::ok) st = sq_wait(qp, t, timeout_ns);
+  if (st == status::ok) *old = arch::load_acquire(reinterpret_cast<const uint64_t*>(result.addr));
+  return st;
+}
+
+// Orders later operations on this QP after the completion of earlier READs and atomics
+// (a fenced, unsignaled NOP: the NIC starts it, and everything after it, only once the
+// earlier READs/atomics are done). Plain WRITEs are already ordered on one QP.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status fence(qp_handle& qp, uint64_t timeout_ns = wait_forever) {
+  detail::nop_builder b{&qp, detail::ctrl_byte(op_flags::fence | op_flags::unsignaled)};
+  uint64_t t;
+  const bool poster = std::is_same_v<Scope, scope_thread> ||
+                      (std::is_same_v<Scope, scope_warp> ? arch::lane_id() == 0 : arch::thread_rank_in_block() == 0);
+  return detail::post<Scope, S>(qp, poster ? 1u : 0u, b, &t, timeout_ns);
+}
+
+// Everything posted on this QP so far (by any thread) is complete. Posts one signalled
+// NOP and waits for it. Returns ok, io_error or timeout. In warp/block scope one thread
+// posts and every thread waits.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline status quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever) {
+  detail::nop_builder b{&qp, detail::ctrl_byte(op_flags::none)};
+  const bool poster = std::is_same_v<Scope, scope_thread> ||
+                      (std::is_same_v<Scope, scope_warp> ? arch::lane_id() == 0 : arch::thread_rank_in_block() == 0);
+  uint64_t t;
+  status st = detail::post<Scope, S>(qp, poster ? 1u : 0u, b, &t, timeout_ns);
+  if (st != status::ok) return st;
+  if constexpr (!std::is_same_v<Scope, scope_thread>) {
+    // Everyone waits for the leader's NOP: its ticket is the batch end.
+    t = std::is_same_v<Scope, scope_warp> ? arch::warp_shfl(t, 0) : arch::block_broadcast(t, 0);
+  }
+  return sq_wait(qp, t, timeout_ns);
+}
+
+}  // namespace gdaki::dev

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what gdaki needs to build and test on Debian 12 (run as root).
+# Compiler, CMake, GoogleTest, rdma-core headers (layout checks, later the mlx5 provider),
+# and the libraries later tools use. CUDA is optional and never installed here.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libibverbs-dev rdma-core
+  nlohmann-json3-dev libcli11-dev
+  iproute2 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: all packages present"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: builds gdaki and runs every test tier, then the sanitizer builds of the
+# tiers that exercise concurrency and memory ownership. Exits non-zero if any test fails.
+#   GDAKI_TEST_SANITIZERS=0   skip the ASan/UBSan and TSan passes (quick local runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+run_preset() {
+  local preset=$1; shift
+  echo "=== [$preset] configure + build"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  echo "=== [$preset] ctest $*"
+  ctest --preset "$preset" -j "$jobs" "$@"
+}
+
+run_preset release
+if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
+  run_preset asan-ubsan -L 'unit|soft' -LE 'install'
+  run_preset tsan -L 'unit|soft' -LE 'install|stress'
+fi
+echo "test.sh: all test passes green"
