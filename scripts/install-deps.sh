@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  libibverbs-dev rdma-core
+  libibverbs-dev rdma-core libfabric-dev
   nlohmann-json3-dev libcli11-dev
   iproute2 procps
 )
