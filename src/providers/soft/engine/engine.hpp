@@ -1,0 +1,59 @@
+// internal: the soft NIC's progress engine. Per open device, engine_threads threads poll
+// the doorbell records of their QPs (QP i belongs to thread i % engine_threads), execute
+// new WQEs in order with a per-pass budget per QP (round-robin fairness), and back off
+// when idle: spin (pause) for spin_us, then sched_yield for yield_us, then sleep with
+// doubling timeouts up to max_sleep_us. A host thread that rings a doorbell calls
+// on_doorbell(): it executes the QP's new WQEs itself (inline_exec) under the QP's
+// try-lock, and wakes the engine when work is left (or inline execution is off).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gdaki/providers/soft.hpp"
+
+namespace gdaki::soft {
+
+struct soft_qp;
+
+class engine {
+ public:
+  explicit engine(const config& cfg);
+  ~engine();  // stops and joins the threads
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  void add(const std::shared_ptr<soft_qp>& qp);
+  void remove(const soft_qp* qp);
+  // Wakes sleeping engine threads (cheap when none sleeps).
+  void wake();
+  // The host doorbell hook's body.
+  void on_doorbell(soft_qp& qp);
+
+ private:
+  void run(uint32_t index);
+  // One pass over this thread's QPs. Returns whether any work was done; lowers *deadline
+  // to the earliest retry time of a stalled QP.
+  bool pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline);
+
+  config cfg_;
+  std::mutex list_mu_;
+  std::vector<std::shared_ptr<soft_qp>> list_;
+  std::atomic<uint64_t> list_version_{0};
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  std::atomic<uint64_t> wake_seq_{0};
+  std::atomic<uint32_t> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// The hook stored in exported qp_handles (ctx = the soft_qp).
+void host_doorbell_hook(void* ctx);
+
+}  // namespace gdaki::soft

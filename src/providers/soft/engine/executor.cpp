@@ -1,0 +1,263 @@
+// The SQ executor: doorbell record -> WQEs -> placement -> CQEs, with RNR and transport
+// retries, the first-error CQE and WR_FLUSH CQEs afterwards (PRM 3.5, 6.6).
+#include "executor.hpp"
+
+#include <chrono>
+#include <shared_mutex>
+
+#include "../soft_objects.hpp"
+#include "../soft_tables.hpp"
+#include "cqe_writer.hpp"
+#include "engine.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/prm/endian.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "gdaki/verbs/qp.hpp"
+#include "responder.hpp"
+#include "wqe_parse.hpp"
+
+namespace gdaki::soft {
+
+using prm::send_opcode;
+using prm::syndrome;
+using verbs::qp_state;
+
+uint64_t now_ns() { return dev::arch::clock_ns(); }
+
+namespace {
+
+constexpr uint32_t state_of(qp_state s) { return static_cast<uint32_t>(s); }
+constexpr uint64_t forever = ~uint64_t{0};
+
+uint32_t dbr_snd(const soft_qp& qp) {
+  return prm::from_be(prm::be32{dev::arch::load_acquire(&qp.dbrec->snd.raw)}) & 0xffff;
+}
+uint32_t dbr_rcv(const soft_qp& qp) {
+  return prm::from_be(prm::be32{dev::arch::load_acquire(&qp.dbrec->rcv.raw)}) & 0xffff;
+}
+
+// IBA RNR NAK timer codes, in nanoseconds (code 0 is the longest, 655.36 ms).
+uint64_t rnr_timer_ns(uint8_t code) {
+  static constexpr uint32_t us_x100[32] = {65536, 1,    2,    3,    4,    6,    8,     12,    16,    24,    32,
+                                           48,    64,   96,   128,  192,  256,  384,   512,   768,   1024,  1536,
+                                           2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return uint64_t{us_x100[code & 31]} * 10000;
+}
+
+void flush_rq_locked(soft_qp& qp) {
+  const uint32_t dbr = dbr_rcv(qp);
+  while (((dbr - static_cast<uint32_t>(qp.rq_ci)) & 0xffff) != 0) {
+    cqe_fields f;
+    f.opcode = prm::cqe_opcode::resp_err;
+    f.synd = syndrome::wr_flush;
+    f.qpn = qp.qpn;
+    f.user_index = qp.user_index;
+    f.wqe_counter = static_cast<uint16_t>(qp.rq_ci);
+    ++qp.rq_ci;
+    if (write_cqe(*qp.rcq, f) != cq_write::ok) {
+      qp.rq_ci += (dbr - static_cast<uint32_t>(qp.rq_ci)) & 0xffff;  // CQ gone or broken: drop the rest
+      break;
+    }
+  }
+  qp.rq_ci_seen.store(qp.rq_ci, std::memory_order_release);
+}
+
+void requester_error(soft_qp& qp) {
+  std::lock_guard lk(qp.resp_mu);
+  enter_error_locked_resp(qp);
+}
+
+// Writes the requester CQE of one WQE. Returns false if the CQ overran (QP -> ERR).
+bool complete_send(soft_qp& qp, const parsed_wqe& w, syndrome s, uint32_t byte_cnt) {
+  cqe_fields f;
+  f.opcode = s == syndrome::none ? prm::cqe_opcode::req : prm::cqe_opcode::req_err;
+  f.synd = s;
+  f.wqe_opcode = w.opcode;
+  f.qpn = qp.qpn;
+  f.byte_cnt = s == syndrome::none ? byte_cnt : 0;
+  f.user_index = qp.user_index;
+  f.wqe_counter = static_cast<uint16_t>(qp.sq_ci);
+  return write_cqe(*qp.scq, f) != cq_write::overrun;
+}
+
+struct exec_outcome {
+  syndrome synd = syndrome::none;
+  bool stalled = false;
+};
+
+// Records a failed attempt to reach the peer (RNR NAK or no answer). Returns the final
+// error once the retry budget is spent, else stalls the QP until the next try.
+exec_outcome retry_later(soft_qp& qp, stall_kind kind, uint64_t wait_ns, uint32_t limit, syndrome final_synd) {
+  if (qp.stall != kind) {
+    qp.stall = kind;
+    qp.retries_used = 0;
+  }
+  if (limit != ~uint32_t{0} && qp.retries_used >= limit) {
+    qp.stall = stall_kind::none;
+    qp.retries_used = 0;
+    qp.stall_until.store(0, std::memory_order_release);
+    return {final_synd, false};
+  }
+  ++qp.retries_used;
+  qp.stall_until.store(now_ns() + (wait_ns == 0 ? 1 : wait_ns), std::memory_order_release);
+  return {syndrome::none, true};
+}
+
+exec_outcome transport_retry(soft_qp& qp) {
+  const uint8_t t = qp.attr.timeout;
+  uint64_t wait = t == 0 ? 10'000'000ull : (4096ull << t);  // 0 = no timeout: re-check every 10 ms
+  if (qp.dev->cfg.timeout_cap_us != 0 && wait > uint64_t{qp.dev->cfg.timeout_cap_us} * 1000) {
+    wait = uint64_t{qp.dev->cfg.timeout_cap_us} * 1000;
+  }
+  const uint32_t limit = t == 0 ? ~uint32_t{0} : uint32_t{qp.attr.retry_cnt} + 1;
+  return retry_later(qp, stall_kind::transport, wait, limit, syndrome::transport_retry_exc);
+}
+
+// Requester-side key check: live lkey, this QP's PD, in bounds, LOCAL_WRITE if needed.
+bool local_keys_ok(const soft_qp& qp, const parsed_wqe& w, bool need_write) {
+  for (uint32_t i = 0; i < w.num_sg; ++i) {
+    const gather_entry& g = w.sg[i];
+    if (g.is_inline || g.length == 0) continue;
+    const mr_entry* e = keys().find(g.lkey, false);
+    if (e == nullptr || e->pdn != qp.pd->pdn) return false;
+    if (need_write && !(e->access & verbs::access::local_write)) return false;
+    if (g.addr < e->addr || g.length > e->length || g.addr - e->addr > e->length - g.length) return false;
+  }
+  return true;
+}
+
+std::shared_ptr<soft_qp> resolve_peer(soft_qp& qp) {
+  if (!qp.peer || qp.peer->qpn != qp.attr.dest_qp_num) qp.peer = qps().find(qp.attr.dest_qp_num);
+  return qp.peer;
+}
+
+exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32_t* byte_cnt) {
+  if (w.wqe_index != static_cast<uint16_t>(qp.sq_ci)) return {syndrome::local_qp_op, false};
+  const syndrome ps = parse_segments(r, qp.max_inline, &w);
+  if (ps != syndrome::none) return {ps, false};
+  *byte_cnt = static_cast<uint32_t>(w.length);
+  if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return {};
+  const auto op = static_cast<send_opcode>(w.opcode);
+  const bool local_write = op == send_opcode::rdma_read || w.atomic_size != 0;
+  // Held for the whole WQE: deregistration waits for it, so no MR goes away mid-copy.
+  std::shared_lock keys_lock(keys().lock());
+  if (!local_keys_ok(qp, w, local_write)) return {syndrome::local_prot, false};
+  std::shared_ptr<soft_qp> peer = resolve_peer(qp);
+  if (!peer) return transport_retry(qp);
+  std::unique_lock pl(peer->resp_mu);
+  const uint32_t ps_state = peer->state.load(std::memory_order_acquire);
+  if (peer->destroyed || (ps_state != state_of(qp_state::rtr) && ps_state != state_of(qp_state::rts)) ||
+      peer->attr.dest_qp_num != qp.qpn) {
+    // A responder that is gone, not ready or connected elsewhere drops the request: the
+    // requester sees no ACK and retries until retry_cnt runs out.
+    pl.unlock();
+    return transport_retry(qp);
+  }
+  const respond_result rr = respond(qp, r, w, *peer);
+  pl.unlock();
+  if (rr.rnr) {
+    const uint32_t limit = qp.attr.rnr_retry == 7 ? ~uint32_t{0} : qp.attr.rnr_retry;
+    return retry_later(qp, stall_kind::rnr, rnr_timer_ns(rr.rnr_timer), limit, syndrome::rnr_retry_exc);
+  }
+  qp.stall = stall_kind::none;
+  qp.retries_used = 0;
+  qp.stall_until.store(0, std::memory_order_release);
+  return {rr.req, false};
+}
+
+}  // namespace
+
+void enter_error_locked_resp(soft_qp& qp) {
+  qp.state.store(state_of(qp_state::err), std::memory_order_release);
+  flush_rq_locked(qp);
+  if (qp.dev->eng) qp.dev->eng->wake();  // its SQ must be flushed too
+}
+
+bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
+  if (qp.dead.load(std::memory_order_acquire)) return false;
+  const uint32_t st = qp.state.load(std::memory_order_acquire);
+  const bool err = st == state_of(qp_state::err);
+  if (err && dbr_rcv(qp) != (qp.rq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return true;
+  if (!err && st != state_of(qp_state::rts)) return false;
+  if (dbr_snd(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return false;
+  const uint64_t until = qp.stall_until.load(std::memory_order_acquire);
+  if (!err && until != 0 && now < until) {
+    *deadline = until;
+    return false;
+  }
+  return true;
+}
+
+progress_result progress_qp(soft_qp& qp, uint32_t budget) {
+  progress_result res;
+  if (qp.destroyed) return res;
+  uint32_t st = qp.state.load(std::memory_order_acquire);
+  if (st == state_of(qp_state::err)) {
+    std::lock_guard lk(qp.resp_mu);
+    const uint64_t before = qp.rq_ci;
+    flush_rq_locked(qp);
+    res.worked = qp.rq_ci != before;
+  }
+  if (st != state_of(qp_state::rts) && st != state_of(qp_state::err)) return res;
+  // The doorbell word is only a hint (PRM 3.5): the doorbell record is the truth.
+  qp.last_uar = dev::arch::load_relaxed(qp.uar_db);
+  const uint32_t dbr = dbr_snd(qp);
+  for (uint32_t done = 0;; ++done) {
+    const uint32_t n = (dbr - static_cast<uint32_t>(qp.sq_ci)) & 0xffff;
+    if (n == 0) break;
+    if (done == budget) {
+      res.pending = true;
+      break;
+    }
+    st = qp.state.load(std::memory_order_acquire);  // a responder may have moved us to ERR
+    const bool err = st == state_of(qp_state::err);
+    if (!err) {
+      const uint64_t until = qp.stall_until.load(std::memory_order_relaxed);
+      if (until != 0 && now_ns() < until) {
+        res.deadline = until;
+        res.pending = true;
+        break;
+      }
+    }
+    wqe_reader r(qp.sq, qp.log_sq, qp.sq_ci);
+    parsed_wqe w;
+    parse_ctrl(r, &w);
+    res.worked = true;
+    if (n > qp.sq_wqebbs() || w.nbb > n) {
+      // Producer bug: the doorbell record covers more than the ring, or part of a WQE.
+      if (!err) {
+        complete_send(qp, w, syndrome::local_qp_op, 0);
+        requester_error(qp);
+      }
+      qp.sq_ci += n;
+      break;
+    }
+    if (err) {
+      qp.stall = stall_kind::none;
+      qp.stall_until.store(0, std::memory_order_release);
+      complete_send(qp, w, syndrome::wr_flush, 0);  // every WQE, signaled or not
+      qp.sq_ci += w.nbb;
+      qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+      continue;
+    }
+    uint32_t byte_cnt = 0;
+    const exec_outcome o = execute_one(qp, r, w, &byte_cnt);
+    if (o.stalled) {
+      res.deadline = qp.stall_until.load(std::memory_order_relaxed);
+      res.pending = true;
+      break;
+    }
+    if (o.synd == syndrome::none) {
+      if (w.signaled() && !complete_send(qp, w, syndrome::none, byte_cnt)) requester_error(qp);
+    } else {
+      complete_send(qp, w, o.synd, 0);  // the first error always completes (IBA 10.7.3.1)
+      requester_error(qp);
+    }
+    qp.sq_ci += w.nbb;
+    qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+  }
+  qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+  return res;
+}
+
+}  // namespace gdaki::soft

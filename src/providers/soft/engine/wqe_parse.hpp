@@ -1,0 +1,90 @@
+// internal: reading a send WQE out of the SQ ring. The NIC fetches WQEBB by WQEBB modulo
+// the ring (a WQE may straddle the ring end), so every access goes through unit(i), the
+// i-th 16-byte unit of the WQE, masked at the subscript.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "gdaki/prm/cqe.hpp"
+#include "gdaki/prm/wqe.hpp"
+
+namespace gdaki::soft {
+
+class wqe_reader {
+ public:
+  wqe_reader(const uint8_t* ring, uint32_t log_wqebbs, uint64_t first_wqebb)
+      : ring_(ring), unit_mask_((4u << log_wqebbs) - 1u), first_unit_(static_cast<uint32_t>(first_wqebb << 2)) {}
+
+  const uint8_t* unit(uint32_t i) const { return ring_ + (static_cast<uint64_t>((first_unit_ + i) & unit_mask_) << 4); }
+
+  // Copies n bytes starting at byte `off` of the WQE, following the ring.
+  void copy_out(uint32_t off, void* dst, uint32_t n) const {
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n != 0) {
+      const uint32_t in_unit = off & 15u;
+      const uint32_t chunk = n < 16 - in_unit ? n : 16 - in_unit;
+      std::memcpy(out, unit(off >> 4) + in_unit, chunk);
+      out += chunk;
+      off += chunk;
+      n -= chunk;
+    }
+  }
+
+  template <typename T>
+  T read(uint32_t unit_index) const {
+    T v;
+    std::memcpy(&v, unit(unit_index), sizeof(T));
+    return v;
+  }
+
+ private:
+  const uint8_t* ring_;
+  uint32_t unit_mask_;
+  uint32_t first_unit_;
+};
+
+// One entry of a gather (or READ scatter) list: a pointer segment, or inline bytes that
+// live in the WQE at byte offset inline_off.
+struct gather_entry {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+  uint32_t inline_off = 0;
+  bool is_inline = false;
+};
+
+inline constexpr uint32_t max_gather = prm::max_ds;
+
+struct parsed_wqe {
+  uint8_t opcode = 0;
+  uint8_t opmod = 0;
+  uint8_t fm_ce_se = 0;
+  uint16_t wqe_index = 0;
+  uint32_t qpn = 0;
+  uint32_t ds = 0;
+  uint32_t nbb = 1;
+  uint32_t imm_raw = 0;
+  uint64_t raddr = 0;
+  uint32_t rkey = 0;
+  // atomics (host order); masked ones use all four, CS/FA the first two
+  uint64_t swap_add = 0, compare = 0, swap_mask = 0, compare_mask = 0;
+  uint32_t atomic_size = 0;  // 0 = not an atomic
+  gather_entry sg[max_gather];
+  uint32_t num_sg = 0;
+  uint64_t length = 0;        // message length (sum of sg); atomics: operand size
+  uint32_t inline_bytes = 0;  // inline part of length
+  bool signaled() const { return (fm_ce_se & prm::ctrl_flags::ce_mask) >= prm::ctrl_flags::cq_update; }
+  bool solicited() const { return (fm_ce_se & prm::ctrl_flags::solicited) != 0; }
+};
+
+// Reads the control segment only: opcode, DS, WQEBB count (DS 0 counts as one WQEBB so a
+// broken WQE can still be stepped over).
+void parse_ctrl(const wqe_reader& r, parsed_wqe* w);
+
+// Parses the segments of the opcode. Returns syndrome::none, or local_qp_op (malformed:
+// unknown opcode, DS too small for the segments, inline in a READ, inline longer than
+// max_inline, bad masked-atomic opmod) or local_length (atomic result size).
+prm::syndrome parse_segments(const wqe_reader& r, uint32_t max_inline, parsed_wqe* w);
+
+}  // namespace gdaki::soft

@@ -1,0 +1,98 @@
+// internal: the soft provider's objects. Lifetimes: the control-path layer destroys
+// children before parents, so a QP may hold raw pointers to its PD, CQs and device. A QP
+// is also shared (shared_ptr) with the engine's QP list and with peers that cache it as
+// their remote end; those holders check `destroyed` under the QP's locks before touching
+// anything but the QP's own memory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "gdaki/prm/cqe.hpp"
+#include "gdaki/prm/dbr.hpp"
+#include "gdaki/providers/soft.hpp"
+#include "gdaki/verbs/provider.hpp"
+#include "soft_memory.hpp"
+
+namespace gdaki::soft {
+
+class engine;
+
+struct soft_device : verbs::provider_object {
+  uint32_t index = 0;  // soft<index>
+  config cfg;
+  std::unique_ptr<engine> eng;
+  ~soft_device();
+};
+
+struct soft_pd : verbs::provider_object {
+  soft_device* dev = nullptr;
+  uint32_t pdn = 0;
+};
+
+struct soft_mr : verbs::provider_object {
+  uint32_t key = 0;  // lkey == rkey for the soft NIC's key table
+};
+
+struct soft_cq : verbs::provider_object {
+  soft_device* dev = nullptr;
+  uint32_t cqn = 0;
+  uint32_t log_n = 0;
+  bool ignore_overrun = true;
+  ring_memory ring;     // 2^log_n CQEs
+  ring_memory dbr_mem;  // the CQ doorbell record, on its own cache line
+  prm::cqe64* cqes = nullptr;
+  prm::cq_dbrec* dbrec = nullptr;
+  // Producer side, serialised by mu: several QPs may share one CQ.
+  std::mutex mu;
+  uint64_t pi = 0;        // CQEs ever written
+  bool dead = false;      // destroyed: write nothing more
+  std::atomic<bool> error{false};  // overrun without ignore_overrun
+};
+
+enum class stall_kind : uint8_t { none, rnr, transport };
+
+struct soft_qp : verbs::provider_object {
+  soft_device* dev = nullptr;
+  soft_pd* pd = nullptr;
+  soft_cq* scq = nullptr;
+  soft_cq* rcq = nullptr;
+  uint32_t qpn = 0;
+  uint32_t user_index = 0;
+  uint32_t log_sq = 0, log_rq = 0, log_rq_stride = 0;
+  uint32_t max_inline = 0, max_send_wqebbs = 0, max_send_sge = 0, max_recv_sge = 0;
+  ring_memory sq_mem, rq_mem, dbr_mem, uar_mem;
+  uint8_t* sq = nullptr;
+  uint8_t* rq = nullptr;
+  prm::qp_dbrec* dbrec = nullptr;
+  uint64_t* uar_db = nullptr;  // the doorbell register inside the UAR page
+
+  // State: written under both locks by modify, and by the NIC (ERR) under one of them;
+  // read without a lock by the engine's quick checks.
+  std::atomic<uint32_t> state{0};  // verbs::qp_state
+  verbs::qp_attr attr;             // under both locks (modify) / exec_mu or resp_mu (read)
+
+  // Requester side (the SQ), under exec_mu.
+  std::mutex exec_mu;
+  uint64_t sq_ci = 0;                    // WQEBBs consumed
+  std::atomic<uint64_t> sq_ci_seen{0};   // copy of sq_ci for lock-free "any work?" checks
+  stall_kind stall = stall_kind::none;   // waiting for an RNR or transport retry
+  uint32_t retries_used = 0;
+  std::atomic<uint64_t> stall_until{0};  // steady-clock ns; 0 = not stalled
+  std::shared_ptr<soft_qp> peer;         // cached remote end (dest_qp_num)
+  uint64_t last_uar = 0;                 // last doorbell word seen (a hint only)
+
+  // Responder side (the RQ and incoming requests), under resp_mu.
+  std::mutex resp_mu;
+  uint64_t rq_ci = 0;                   // receive WQEs consumed
+  std::atomic<uint64_t> rq_ci_seen{0};
+  bool destroyed = false;               // set under both locks
+  std::atomic<bool> dead{false};        // copy of destroyed for lock-free checks
+
+  uint32_t sq_wqebbs() const { return 1u << log_sq; }
+  uint32_t rq_wqes() const { return 1u << log_rq; }
+};
+
+}  // namespace gdaki::soft

@@ -1,0 +1,206 @@
+// RC QPs of the soft provider: rings, doorbell record and doorbell page; the state
+// machine as the NIC applies it; export of the data-path handle.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "engine/engine.hpp"
+#include "engine/executor.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/device/wqe.hpp"
+#include "gdaki/prm/dbr.hpp"
+#include "soft_objects.hpp"
+#include "soft_ops.hpp"
+#include "soft_tables.hpp"
+
+namespace gdaki::soft {
+
+using verbs::qp_state;
+
+namespace {
+constexpr uint32_t uar_page_bytes = 4096;
+constexpr uint32_t bf_size = 256;  // one BlueFlame half (bf_reg_size 512 / 2)
+
+uint32_t log2_ceil(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(std::bit_ceil(v))); }
+}  // namespace
+
+status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provider_object** out, uint32_t* qpn,
+                 verbs::qp_caps* caps, std::string* why) {
+  auto* p = static_cast<soft_pd*>(pdo);
+  const verbs::qp_init& in = *args.init;
+  auto* scq = static_cast<soft_cq*>(args.send_cq);
+  auto* rcq = static_cast<soft_cq*>(args.recv_cq);
+  if (scq->dev != p->dev || rcq->dev != p->dev) {
+    *why = "the CQs belong to another device";
+    return status::invalid;
+  }
+  if (in.max_send_sge > 30 || in.max_recv_sge > 30) {
+    *why = "max_send_sge / max_recv_sge above the device's max_sge 30";
+    return status::invalid;
+  }
+  // The largest WQE this QP may post: a WRITE with max_send_sge pointers, an inline WRITE
+  // of max_inline bytes, or an 8-byte masked CS (2 WQEBBs).
+  uint32_t wqebbs = dev::wqebbs_rdma(in.max_send_sge);
+  wqebbs = std::max(wqebbs, dev::wqebbs_write_inline(in.max_inline));
+  wqebbs = std::max(wqebbs, dev::wqebbs_masked_cs(8));
+  if (wqebbs > prm::max_wqebbs_per_wqe) {
+    *why = "max_inline " + std::to_string(in.max_inline) + " / max_send_sge " + std::to_string(in.max_send_sge) +
+           " need a WQE larger than 16 WQEBBs";
+    return status::invalid;
+  }
+  const uint32_t sq_n = std::bit_ceil(in.sq_wqebbs);
+  if (sq_n < wqebbs) {
+    *why = "sq_wqebbs " + std::to_string(sq_n) + " cannot hold the largest WQE (" + std::to_string(wqebbs) + " WQEBBs)";
+    return status::invalid;
+  }
+  auto q = std::make_shared<soft_qp>();
+  q->ops = &ops;
+  q->dev = p->dev;
+  q->pd = p;
+  q->scq = scq;
+  q->rcq = rcq;
+  q->user_index = in.user_index & 0xffffff;
+  q->log_sq = log2_ceil(in.sq_wqebbs);
+  q->log_rq = log2_ceil(in.rq_wqes);
+  q->log_rq_stride = std::max(4u, log2_ceil(std::max(1u, in.max_recv_sge) * 16));
+  q->max_inline = in.max_inline;
+  q->max_send_wqebbs = wqebbs;
+  q->max_send_sge = in.max_send_sge;
+  q->max_recv_sge = (1u << q->log_rq_stride) / 16;
+  status st = q->sq_mem.place(in.sq_ring, size_t{sq_n} * prm::wqebb_bytes, "sq ring", why);
+  if (st == status::ok) st = q->rq_mem.place(in.rq_ring, size_t{1} << (q->log_rq + q->log_rq_stride), "rq ring", why);
+  if (st == status::ok) st = q->dbr_mem.allocate(64, why);
+  if (st == status::ok) st = q->uar_mem.allocate(uar_page_bytes, why);
+  if (st != status::ok) return st;
+  q->sq = q->sq_mem.data();
+  q->rq = q->rq_mem.data();
+  q->dbrec = reinterpret_cast<prm::qp_dbrec*>(q->dbr_mem.data());
+  q->uar_db = reinterpret_cast<uint64_t*>(q->uar_mem.data() + prm::uar_bf_offset);
+  q->state.store(static_cast<uint32_t>(qp_state::reset));
+  *qpn = qps().add(q);
+  p->dev->eng->add(q);
+  caps->sq_wqebbs = sq_n;
+  caps->rq_wqes = 1u << q->log_rq;
+  caps->rq_stride = 1u << q->log_rq_stride;
+  caps->max_send_sge = in.max_send_sge;
+  caps->max_recv_sge = q->max_recv_sge;
+  caps->max_inline = in.max_inline;
+  caps->max_send_wqebbs = wqebbs;
+  *out = q.get();
+  return status::ok;
+}
+
+status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, std::string* why) {
+  auto* q = static_cast<soft_qp*>(qpo);
+  namespace m = verbs::qp_attr_mask;
+  if ((mask & m::port) && a.port_num != 1) {
+    *why = "port " + std::to_string(a.port_num) + " does not exist (soft devices have port 1)";
+    return status::invalid;
+  }
+  if ((mask & m::pkey_index) && a.pkey_index != 0) {
+    *why = "pkey_index " + std::to_string(a.pkey_index) + " out of range (table length 1)";
+    return status::invalid;
+  }
+  std::scoped_lock lk(q->exec_mu, q->resp_mu);
+  verbs::qp_attr& s = q->attr;
+  if (mask & m::access_flags) s.access_flags = a.access_flags;
+  if (mask & m::pkey_index) s.pkey_index = a.pkey_index;
+  if (mask & m::port) s.port_num = a.port_num;
+  if (mask & m::av) s.av = a.av;
+  if (mask & m::path_mtu) s.mtu = a.mtu;
+  if (mask & m::timeout) s.timeout = a.timeout;
+  if (mask & m::retry_cnt) s.retry_cnt = a.retry_cnt;
+  if (mask & m::rnr_retry) s.rnr_retry = a.rnr_retry;
+  if (mask & m::rq_psn) s.rq_psn = a.rq_psn;
+  if (mask & m::max_qp_rd_atomic) s.max_rd_atomic = a.max_rd_atomic;
+  if (mask & m::min_rnr_timer) s.min_rnr_timer = a.min_rnr_timer;
+  if (mask & m::sq_psn) s.sq_psn = a.sq_psn;
+  if (mask & m::max_dest_rd_atomic) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & m::dest_qpn) {
+    s.dest_qp_num = a.dest_qp_num;
+    q->peer.reset();  // resolved again on first use
+  }
+  s.state = a.state;
+  switch (a.state) {
+    case qp_state::reset:
+      // Drop every WQE and zero the counters and doorbell record (DOCA clears the DBR on
+      // reset too). The CQs keep their contents. Export the handle again afterwards.
+      q->sq_ci = 0;
+      q->rq_ci = 0;
+      q->sq_ci_seen.store(0);
+      q->rq_ci_seen.store(0);
+      q->stall = stall_kind::none;
+      q->retries_used = 0;
+      q->stall_until.store(0);
+      q->peer.reset();
+      dev::arch::store_release(&q->dbrec->rcv.raw, 0u);
+      dev::arch::store_release(&q->dbrec->snd.raw, 0u);
+      dev::arch::store_relaxed(q->uar_db, uint64_t{0});
+      q->state.store(static_cast<uint32_t>(qp_state::reset), std::memory_order_release);
+      break;
+    case qp_state::err:
+      enter_error_locked_resp(*q);  // flushes the RQ now; the engine flushes the SQ
+      break;
+    default:
+      q->state.store(static_cast<uint32_t>(a.state), std::memory_order_release);
+      break;
+  }
+  q->dev->eng->wake();  // e.g. RTS: WQEs posted earlier can run now
+  return status::ok;
+}
+
+status query_qp(provider_object* qpo, verbs::qp_attr* out, std::string*) {
+  auto* q = static_cast<soft_qp*>(qpo);
+  {
+    std::lock_guard lk(q->resp_mu);
+    *out = q->attr;
+  }
+  out->state = static_cast<qp_state>(q->state.load(std::memory_order_acquire));
+  return status::ok;
+}
+
+status destroy_qp(provider_object* qpo) {
+  auto* q = static_cast<soft_qp*>(qpo);
+  std::shared_ptr<soft_qp> keep = qps().find(q->qpn);  // our reference while we tear down
+  qps().remove(q->qpn);
+  q->dev->eng->remove(q);
+  std::shared_ptr<soft_qp> peer;
+  {
+    // Waits for an executor inside this QP's SQ (exec_mu) and for a peer's request being
+    // served by its responder (resp_mu). After this nobody touches its CQs or PD; holders
+    // of a shared_ptr (engine snapshots, peers' caches) only see `destroyed`.
+    std::scoped_lock lk(q->exec_mu, q->resp_mu);
+    q->destroyed = true;
+    q->dead.store(true, std::memory_order_release);
+    peer = std::move(q->peer);  // released outside the locks (breaks peer <-> peer cycles)
+  }
+  return status::ok;
+}
+
+status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string* why) {
+  auto* q = static_cast<soft_qp*>(qpo);
+  if (opt.db_mode == dev::doorbell_mode::cpu_assisted) {
+    *why = "cpu_assisted doorbells need the proxy service; the soft NIC polls the doorbell record itself, use db_store";
+    return status::not_supported;
+  }
+  *out = dev::qp_handle{};
+  out->sq_buf = q->sq;
+  out->log_sq_wqebbs = q->log_sq;
+  out->qpn = q->qpn;
+  out->dbrec = q->dbrec;
+  out->uar_db = q->uar_db;
+  out->bf_reg = reinterpret_cast<uint8_t*>(q->uar_db);  // the BlueFlame register at UAR + 0x800
+  out->bf_size = bf_size;
+  out->db_mode = opt.db_mode;
+  out->max_inline = q->max_inline;
+  out->max_send_wqebbs = q->max_send_wqebbs;
+  out->rq_buf = q->rq;
+  out->log_rq_wqes = q->log_rq;
+  out->log_rq_stride = q->log_rq_stride;
+  out->host_doorbell_hook = opt.host_hook ? host_doorbell_hook : nullptr;
+  out->host_hook_ctx = opt.host_hook ? q : nullptr;
+  out->err_index = dev::no_error_index;
+  return status::ok;
+}
+
+}  // namespace gdaki::soft

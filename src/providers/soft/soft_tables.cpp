@@ -1,0 +1,93 @@
+// The soft NIC's process-wide tables.
+#include "soft_tables.hpp"
+
+#include <atomic>
+
+#include "soft_objects.hpp"
+
+namespace gdaki::soft {
+
+uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn) {
+  std::unique_lock lk(mu_);
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    if (slots_.size() >= (1u << 23) - 2) return 0;  // keys are 32 bits: slot fits in 24 minus the bias
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  mr_entry& e = slots_[slot];
+  e.addr = addr;
+  e.length = length;
+  e.access = access;
+  e.pdn = pdn;
+  e.tag = static_cast<uint8_t>(e.tag % 127 + 1);  // 1..127, new on every reuse
+  e.live = true;
+  return ((slot + 2) << 8) | e.tag;
+}
+
+void key_table::remove(uint32_t lkey) {
+  std::unique_lock lk(mu_);
+  const uint32_t slot = (lkey >> 8) - 2;
+  if (slot >= slots_.size() || !slots_[slot].live) return;
+  slots_[slot].live = false;
+  free_.push_back(slot);
+}
+
+const mr_entry* key_table::find(uint32_t key, bool remote) const {
+  const uint32_t hi = key >> 8;
+  if (hi < 2) return nullptr;
+  const uint32_t slot = hi - 2;
+  if (slot >= slots_.size()) return nullptr;
+  const mr_entry& e = slots_[slot];
+  if (!e.live || (key & 0x7f) != e.tag || ((key & 0x80) != 0) != remote) return nullptr;
+  return &e;
+}
+
+uint32_t qp_table::add(std::shared_ptr<soft_qp> qp) {
+  std::lock_guard lk(mu_);
+  uint32_t qpn;
+  do {
+    qpn = next_;
+    next_ = next_ >= 0xffffff ? 0x000100 : next_ + 1;
+  } while (map_.count(qpn) != 0);
+  qp->qpn = qpn;
+  map_.emplace(qpn, std::move(qp));
+  return qpn;
+}
+
+void qp_table::remove(uint32_t qpn) {
+  std::shared_ptr<soft_qp> last;  // released outside the lock
+  std::lock_guard lk(mu_);
+  auto it = map_.find(qpn);
+  if (it == map_.end()) return;
+  last = std::move(it->second);
+  map_.erase(it);
+}
+
+std::shared_ptr<soft_qp> qp_table::find(uint32_t qpn) {
+  std::lock_guard lk(mu_);
+  auto it = map_.find(qpn);
+  return it == map_.end() ? nullptr : it->second;
+}
+
+key_table& keys() {
+  static key_table t;
+  return t;
+}
+qp_table& qps() {
+  static qp_table t;
+  return t;
+}
+uint32_t next_pdn() {
+  static std::atomic<uint32_t> n{1};
+  return n.fetch_add(1, std::memory_order_relaxed);
+}
+uint32_t next_cqn() {
+  static std::atomic<uint32_t> n{1};
+  return n.fetch_add(1, std::memory_order_relaxed) & 0xffffff;
+}
+
+}  // namespace gdaki::soft

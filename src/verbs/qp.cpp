@@ -1,0 +1,225 @@
+// RC queue pairs: creation, the state machine (legal transitions and the attributes each
+// one requires, checked here for every provider), export.
+#include "gdaki/verbs/qp.hpp"
+
+#include <cstdio>
+
+#include "object_ref.hpp"
+
+namespace gdaki::verbs {
+
+const char* to_string(qp_state s) {
+  switch (s) {
+    case qp_state::reset: return "RESET";
+    case qp_state::init: return "INIT";
+    case qp_state::rtr: return "RTR";
+    case qp_state::rts: return "RTS";
+    case qp_state::sqd: return "SQD";
+    case qp_state::sqe: return "SQE";
+    case qp_state::err: return "ERR";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+const char* mask_name(uint32_t bit) {
+  namespace m = qp_attr_mask;
+  switch (bit) {
+    case m::state: return "state";
+    case m::access_flags: return "access_flags";
+    case m::pkey_index: return "pkey_index";
+    case m::port: return "port_num";
+    case m::av: return "av (path to the peer)";
+    case m::path_mtu: return "path_mtu";
+    case m::timeout: return "timeout";
+    case m::retry_cnt: return "retry_cnt";
+    case m::rnr_retry: return "rnr_retry";
+    case m::rq_psn: return "rq_psn";
+    case m::max_qp_rd_atomic: return "max_rd_atomic";
+    case m::min_rnr_timer: return "min_rnr_timer";
+    case m::sq_psn: return "sq_psn";
+    case m::max_dest_rd_atomic: return "max_dest_rd_atomic";
+    case m::dest_qpn: return "dest_qp_num";
+  }
+  return "unknown attribute";
+}
+
+// Required and allowed attributes of an RC transition (ibv_modify_qp(3)); false when the
+// transition is illegal.
+bool transition_masks(qp_state from, qp_state to, uint32_t* required, uint32_t* allowed) {
+  namespace m = qp_attr_mask;
+  const uint32_t rts_optional = m::access_flags | m::min_rnr_timer;
+  if (to == qp_state::reset || to == qp_state::err) {
+    *required = m::state;
+    *allowed = m::state;
+    return true;
+  }
+  if (from == qp_state::reset && to == qp_state::init) {
+    *required = m::reset_to_init;
+    *allowed = m::reset_to_init;
+    return true;
+  }
+  if (from == qp_state::init && to == qp_state::init) {
+    *required = m::state;
+    *allowed = m::state | m::pkey_index | m::port | m::access_flags;
+    return true;
+  }
+  if (from == qp_state::init && to == qp_state::rtr) {
+    *required = m::init_to_rtr;
+    *allowed = m::init_to_rtr | m::pkey_index | m::access_flags;
+    return true;
+  }
+  if (from == qp_state::rtr && to == qp_state::rts) {
+    *required = m::rtr_to_rts;
+    *allowed = m::rtr_to_rts | rts_optional;
+    return true;
+  }
+  if (from == qp_state::rts && to == qp_state::rts) {
+    *required = m::state;
+    *allowed = m::state | rts_optional;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+qp::qp(const pd& p, const qp_init& init) {
+  const auto& r = detail::need(p.ref(), "pd");
+  const std::string where = r.label;
+  if (init.send_cq == nullptr || init.recv_cq == nullptr || !*init.send_cq || !*init.recv_cq) {
+    throw error(status::invalid, where + ": create qp: send_cq and recv_cq are required");
+  }
+  if (init.send_cq->ref() == init.recv_cq->ref()) {
+    throw error(status::invalid,
+                where + ": create qp: send_cq and recv_cq must differ (the data path's send poller owns its CQ)");
+  }
+  if (init.sq_wqebbs == 0 || init.sq_wqebbs > (1u << 15)) {
+    throw error(status::invalid, where + ": create qp: sq_wqebbs must be 1..32768 (16-bit WQE indexes stay unambiguous)");
+  }
+  if (init.rq_wqes == 0 || init.rq_wqes > (1u << 15)) {
+    throw error(status::invalid, where + ": create qp: rq_wqes must be 1..32768");
+  }
+  qp_create_args args;
+  args.init = &init;
+  args.send_cq = init.send_cq->ref()->impl;
+  args.recv_cq = init.recv_cq->ref()->impl;
+  provider_object* impl = nullptr;
+  std::string why;
+  detail::check(r.ops->create_qp(r.impl, args, &impl, &qpn_, &caps_, &why), where, "create qp", why);
+  ref_ = detail::make_ref(r.ops, impl, r.ops->destroy_qp, "");
+  ref_->label = label() + " on " + detail::device_label(p.ref());
+  ref_->parents.push_back(p.ref());
+  ref_->parents.push_back(init.send_cq->ref());
+  ref_->parents.push_back(init.recv_cq->ref());
+}
+
+std::string qp::label() const {
+  char b[32];
+  std::snprintf(b, sizeof b, "qp 0x%06x", qpn_);
+  return b;
+}
+
+qp_attr qp::query() const {
+  const auto& r = detail::need(ref_, "qp");
+  qp_attr a;
+  std::string why;
+  detail::check(r.ops->query_qp(r.impl, &a, &why), r.label, "query", why);
+  return a;
+}
+
+qp_state qp::state() const { return query().state; }
+
+void qp::modify(const qp_attr& attr, uint32_t mask) {
+  const auto& r = detail::need(ref_, "qp");
+  const qp_state from = state();
+  const std::string what = std::string("modify ") + to_string(from) + "->" + to_string(attr.state);
+  if (!(mask & qp_attr_mask::state)) throw error(status::invalid, r.label + ": " + what + ": state not in mask");
+  uint32_t required = 0, allowed = 0;
+  if (!transition_masks(from, attr.state, &required, &allowed)) {
+    throw error(status::invalid, r.label + ": " + what + ": not a legal RC transition");
+  }
+  for (uint32_t bit = 1; bit != 0; bit <<= 1) {
+    if ((required & bit) && !(mask & bit)) {
+      throw error(status::invalid, r.label + ": " + what + ": missing attribute " + mask_name(bit));
+    }
+    if ((mask & bit) && !(allowed & bit)) {
+      throw error(status::invalid, r.label + ": " + what + ": attribute " + mask_name(bit) + " not allowed here");
+    }
+  }
+  if ((mask & qp_attr_mask::access_flags) && (attr.access_flags & ~access::all)) {
+    throw error(status::invalid, r.label + ": " + what + ": unknown access flags");
+  }
+  if ((mask & qp_attr_mask::port) && attr.port_num == 0) {
+    throw error(status::invalid, r.label + ": " + what + ": port_num is 1-based");
+  }
+  if ((mask & qp_attr_mask::min_rnr_timer) && attr.min_rnr_timer > 31) {
+    throw error(status::invalid, r.label + ": " + what + ": min_rnr_timer is 0..31");
+  }
+  if ((mask & qp_attr_mask::timeout) && attr.timeout > 31) {
+    throw error(status::invalid, r.label + ": " + what + ": timeout is 0..31");
+  }
+  if (((mask & qp_attr_mask::retry_cnt) && attr.retry_cnt > 7) || ((mask & qp_attr_mask::rnr_retry) && attr.rnr_retry > 7)) {
+    throw error(status::invalid, r.label + ": " + what + ": retry counts are 0..7");
+  }
+  if ((mask & qp_attr_mask::dest_qpn) && attr.dest_qp_num > 0xffffff) {
+    throw error(status::invalid, r.label + ": " + what + ": dest_qp_num is 24 bits");
+  }
+  std::string why;
+  detail::check(r.ops->modify_qp(r.impl, attr, mask, &why), r.label, what.c_str(), why);
+}
+
+void qp::to_init(uint32_t access_flags, uint8_t port) {
+  qp_attr a;
+  a.state = qp_state::init;
+  a.access_flags = access_flags;
+  a.port_num = port;
+  modify(a, qp_attr_mask::reset_to_init);
+}
+
+void qp::to_rtr(uint32_t remote_qpn, const qp_attr& attr) {
+  qp_attr a = attr;
+  a.state = qp_state::rtr;
+  a.dest_qp_num = remote_qpn;
+  modify(a, qp_attr_mask::init_to_rtr);
+}
+
+void qp::to_rts(const qp_attr& attr) {
+  qp_attr a = attr;
+  a.state = qp_state::rts;
+  modify(a, qp_attr_mask::rtr_to_rts);
+}
+
+void qp::to_err() {
+  qp_attr a;
+  a.state = qp_state::err;
+  modify(a, qp_attr_mask::state);
+}
+
+void qp::to_reset() {
+  qp_attr a;
+  a.state = qp_state::reset;
+  modify(a, qp_attr_mask::state);
+}
+
+dev::qp_handle qp::export_handle(dev::cq_handle* send_cq, dev::cq_handle* recv_cq, const qp_export_options& opt) const {
+  const auto& r = detail::need(ref_, "qp");
+  if (send_cq == nullptr || recv_cq == nullptr) {
+    throw error(status::invalid, r.label + ": export: the placed send and receive cq_handles are required");
+  }
+  dev::qp_handle h{};
+  std::string why;
+  detail::check(r.ops->export_qp(r.impl, opt, &h, &why), r.label, "export", why);
+  h.send_cq = send_cq;
+  h.recv_cq = recv_cq;
+  return h;
+}
+
+void connect_rc(qp& q, uint32_t remote_qpn, uint32_t access_flags, const qp_attr& attr) {
+  q.to_init(access_flags, attr.port_num);
+  q.to_rtr(remote_qpn, attr);
+  q.to_rts(attr);
+}
+
+}  // namespace gdaki::verbs
