@@ -159,6 +159,19 @@ GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t*
   }
 }
 
+// A caller whose own arguments are invalid. In a warp or block call it must still take
+// part in the collective exchange (as a skipping lane), or the lanes that did not fail
+// would wait for it forever in post(); only then does it return invalid.
+// (Fix: p/signal/put_signal used to return invalid before the exchange, which hung every
+// other lane of a warp/block call in which a single lane passed a bad length.)
+template <typename Scope, sharing S, typename Build>
+GDAKI_HD inline status reject(qp_handle& qp, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+  if constexpr (!std::is_same_v<Scope, scope_thread>) {
+    (void)post<Scope, S>(qp, 0, build, ticket, timeout_ns);
+  }
+  return status::invalid;
+}
+
 // Builders, one per operation, capturing the caller's arguments.
 struct put_builder {
   const qp_handle* qp;
@@ -284,8 +297,8 @@ GDAKI_HD inline status put(qp_handle& qp, remote_ptr dst, local_ptr src, uint64_
 template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status p(qp_handle& qp, remote_ptr dst, const void* value, uint32_t len, uint64_t* ticket,
                          uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
-  if (!(flags & op_flags::skip) && len > qp.max_inline) return status::invalid;
   detail::inline_builder b{&qp, dst, value, len, detail::ctrl_byte(flags)};
+  if (!(flags & op_flags::skip) && len > qp.max_inline) return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_write_inline(len);
   return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
 }
@@ -295,8 +308,10 @@ GDAKI_HD inline status p(qp_handle& qp, remote_ptr dst, const void* value, uint3
 template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status signal(qp_handle& qp, remote_ptr sig, signal_op op, uint64_t value, uint64_t* ticket,
                               uint32_t flags = op_flags::none, uint64_t timeout_ns = wait_forever) {
-  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) return status::invalid;
   detail::signal_builder b{&qp, sig, op, value, detail::ctrl_byte(flags)};
+  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) {
+    return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
+  }
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : 1;
   return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
 }
@@ -307,9 +322,11 @@ template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status put_signal(qp_handle& qp, remote_ptr dst, local_ptr src, uint64_t bytes, remote_ptr sig,
                                   signal_op op, uint64_t value, uint64_t* ticket, uint32_t flags = op_flags::none,
                                   uint64_t timeout_ns = wait_forever) {
-  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) return status::invalid;
   detail::put_signal_builder b{{&qp, dst, src, bytes, detail::ctrl_byte(flags | op_flags::unsignaled)},
                                {&qp, sig, op, value, detail::ctrl_byte(flags & ~op_flags::fence)}};
+  if (!(flags & op_flags::skip) && op == signal_op::add && qp.scratch_addr == 0) {
+    return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
+  }
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1) + 1;
   return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
 }

@@ -21,8 +21,27 @@ void copy_message(const wqe_reader& r, const gather_entry* src, uint32_t ns, con
       if (di == nd) return;
       uint64_t n = s.length - soff;
       if (dst[di].length - doff < n) n = dst[di].length - doff;
-      if (s.is_inline) {
-        r.copy_out(static_cast<uint32_t>(s.inline_off + soff), dst[di].ptr + doff, static_cast<uint32_t>(n));
+      uint8_t* const to = dst[di].ptr + doff;
+      if ((n == 8 && (reinterpret_cast<uintptr_t>(to) & 7) == 0) ||
+          (n == 4 && (reinterpret_cast<uintptr_t>(to) & 3) == 0)) {
+        // An aligned 4- or 8-byte piece is typically a flag or signal word that a poller
+        // reads with an acquire load: place it with one release store, so the reader that
+        // sees it also sees every byte placed before it (a memcpy would be a data race
+        // in the C++ model, and may be split into narrower stores).
+        uint64_t v = 0;
+        if (s.is_inline) {
+          r.copy_out(static_cast<uint32_t>(s.inline_off + soff), reinterpret_cast<uint8_t*>(&v),
+                     static_cast<uint32_t>(n));
+        } else {
+          std::memcpy(&v, reinterpret_cast<const uint8_t*>(s.addr) + soff, n);
+        }
+        if (n == 8) {
+          dev::arch::store_release(reinterpret_cast<uint64_t*>(to), v);
+        } else {
+          dev::arch::store_release(reinterpret_cast<uint32_t*>(to), static_cast<uint32_t>(v));
+        }
+      } else if (s.is_inline) {
+        r.copy_out(static_cast<uint32_t>(s.inline_off + soff), to, static_cast<uint32_t>(n));
       } else {
         std::memcpy(dst[di].ptr + doff, reinterpret_cast<const uint8_t*>(s.addr) + soff, n);
       }

@@ -1,0 +1,29 @@
+// Compile-only check: the device tests' kernel bodies (device_kernels.hpp) instantiated
+// inside __global__ kernels and compiled for sm_90, so the code the CPU-thread tests run
+// is the code a GPU would run.
+#include "device/device_kernels.hpp"
+
+using namespace device_test;
+namespace d = gdaki::dev;
+
+template <typename Scope, sharing S>
+__global__ void matrix(matrix_args a) {
+  matrix_kernel<Scope, S>(a);
+}
+
+template __global__ void matrix<d::scope_thread, sharing::exclusive>(matrix_args);
+template __global__ void matrix<d::scope_thread, sharing::block>(matrix_args);
+template __global__ void matrix<d::scope_thread, sharing::grid>(matrix_args);
+template __global__ void matrix<d::scope_warp, sharing::exclusive>(matrix_args);
+template __global__ void matrix<d::scope_warp, sharing::block>(matrix_args);
+template __global__ void matrix<d::scope_warp, sharing::grid>(matrix_args);
+template __global__ void matrix<d::scope_block, sharing::exclusive>(matrix_args);
+template __global__ void matrix<d::scope_block, sharing::block>(matrix_args);
+template __global__ void matrix<d::scope_block, sharing::grid>(matrix_args);
+
+__global__ void ordering(ordering_args a) { ordering_kernel(a); }
+__global__ void stress(stress_args a) { stress_kernel(a); }
+__global__ void stuck(stuck_args a) { stuck_kernel(a); }
+__global__ void bad_inline_lane(qp_handle* qp, remote_ptr dst, uint32_t bad_lane, uint64_t* out) {
+  bad_inline_lane_kernel(qp, dst, bad_lane, out);
+}
