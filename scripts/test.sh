@@ -17,7 +17,7 @@ run_preset() {
 
 run_preset release
 if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
-  run_preset asan-ubsan -L 'unit|soft' -LE 'install'
-  run_preset tsan -L 'unit|soft' -LE 'install|stress'
+  run_preset asan-ubsan -L 'unit|soft|device|proxy|wire' -LE 'install'
+  run_preset tsan -L 'unit|soft|device|proxy|wire' -LE 'install|stress'
 fi
 echo "test.sh: all test passes green"
