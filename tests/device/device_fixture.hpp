@@ -1,6 +1,12 @@
 // Host side of the device-API tests: a soft device, two protection domains (A = the
 // initiator, B = the peer), registered buffers on each side, and any number of RC QP
 // pairs A_i -> B_i connected in one process, with exported handles in host memory.
+//
+// The same test sources build once per backend (GDAKI_TEST_BACKEND, tests/device/
+// CMakeLists.txt): direct (GDAKI doorbells), cpu_assisted (DBR-only handles, the soft NIC
+// acts on rung doorbells only, a doorbell_service thread rings) and proxy (handles[i] is
+// a proxy-backend handle whose ring a proxy thread drains into A_i through a wqe_poster).
+// nic(i) is always the direct handle of A_i, for checks of the QP's own counters.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,7 +14,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "device/device_kernels.hpp"
@@ -16,6 +24,10 @@
 #include "gdaki/device/dump.hpp"
 #include "gdaki/device/host_grid.hpp"
 #include "gdaki/error.hpp"
+#include "gdaki/proxy/doorbell_service.hpp"
+#include "gdaki/proxy/host_ring.hpp"
+#include "gdaki/proxy/proxy_service.hpp"
+#include "gdaki/proxy/wqe_poster.hpp"
 #include "gdaki/verbs/cq.hpp"
 #include "gdaki/verbs/device.hpp"
 #include "gdaki/verbs/mr.hpp"
@@ -26,6 +38,15 @@ namespace device_test {
 
 namespace verbs = gdaki::verbs;
 namespace prm = gdaki::prm;
+
+enum class test_backend { direct, cpu_assisted, proxy };
+#ifndef GDAKI_TEST_BACKEND
+#define GDAKI_TEST_BACKEND direct
+#endif
+inline constexpr test_backend backend = test_backend::GDAKI_TEST_BACKEND;
+// Tickets count WQEBBs of the QP (direct, cpu_assisted) or descriptors (proxy); facts
+// about WQE layout and ticket values hold for the first two only.
+inline constexpr bool wqe_tickets = backend != test_backend::proxy;
 
 // Page-aligned, zeroed host memory.
 struct host_buffer {
@@ -66,6 +87,48 @@ struct pair_options {
   bool connect_b = true;  // B: RESET -> RTS
   verbs::qp_attr attr = {};
   gdaki::dev::doorbell_mode db_mode = gdaki::dev::doorbell_mode::db_store;
+  // cpu_assisted builds: db_store becomes cpu_assisted and a doorbell service rings.
+  bool doorbell_service = true;
+};
+
+// Proxy builds: one ring + poster + service per pair, all driven by one thread (a
+// library-owned thread per ring would be dozens of threads on a 2-core machine).
+struct proxy_channel {
+  gdaki::proxy::host_ring ring;
+  std::unique_ptr<gdaki::proxy::wqe_poster> poster;
+  std::unique_ptr<gdaki::proxy::proxy_service> service;
+};
+
+class proxy_driver {
+ public:
+  explicit proxy_driver(std::vector<std::unique_ptr<proxy_channel>>* channels) : channels_(channels) {
+    thread_ = std::thread([this] { run(); });
+  }
+  proxy_driver(const proxy_driver&) = delete;
+  proxy_driver& operator=(const proxy_driver&) = delete;
+  ~proxy_driver() {
+    stop_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    uint32_t idle = 0;
+    while (!stop_.load(std::memory_order_acquire)) {
+      size_t n = 0;
+      for (auto& c : *channels_) n += c->service->progress();
+      if (n != 0) {
+        idle = 0;
+      } else if (++idle < 256) {
+        gdaki::dev::arch::spin_pause(idle);
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
+  }
+  std::vector<std::unique_ptr<proxy_channel>>* channels_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 // One A -> B pair. A's handle is what the kernels post on.
@@ -91,11 +154,25 @@ struct world {
   reg_buffer scratch;  // 8-byte sink for signal-add results (LOCAL_WRITE), one per QP
   std::vector<std::unique_ptr<qp_pair>> pairs;
   std::vector<qp_handle> handles;  // sized once: the kernels index it
+  std::vector<qp_handle> nics;     // proxy builds: A_i's direct handles (the poster's)
+  std::vector<std::unique_ptr<proxy_channel>> channels;
+  // Declared last: stopped first, before the QPs and rings they use go away.
+  std::unique_ptr<gdaki::proxy::doorbell_service> doorbells;
+  std::unique_ptr<proxy_driver> driver;
 
   world() : dev(verbs::device::open("soft0")), pda(dev), pdb(dev) {}
+  ~world() {
+    driver.reset();
+    doorbells.reset();
+  }
+
+  // A_i's direct handle: the QP's own counters, CQ and WQEs, whatever the backend.
+  qp_handle& nic(size_t i) { return backend == test_backend::proxy ? nics[i] : handles[i]; }
 
   // Creates n pairs with options o; handles[i] is A_i's exported handle (with scratch).
   void make_pairs(uint32_t n, const pair_options& o = {}) {
+    driver.reset();
+    doorbells.reset();
     scratch = reg_buffer(pda, 64ull * n, verbs::access::local_write);
     handles.assign(n, qp_handle{});
     pairs.clear();
@@ -124,6 +201,9 @@ struct world {
       p->a_recv = p->a_rcq.export_handle();
       verbs::qp_export_options eo;
       eo.db_mode = o.db_mode;
+      if (backend == test_backend::cpu_assisted && o.db_mode == gdaki::dev::doorbell_mode::db_store) {
+        eo.db_mode = gdaki::dev::doorbell_mode::cpu_assisted;
+      }
       handles[i] = p->a.export_handle(&p->a_send, &p->a_recv, eo);
       if (handles[i].scratch_addr == 0) {  // the soft export leaves it to the caller
         handles[i].scratch_addr = scratch.buf.addr() + 64ull * i;
@@ -131,7 +211,48 @@ struct world {
       }
       pairs.push_back(std::move(p));
     }
+    if (backend == test_backend::cpu_assisted && o.doorbell_service) {
+      doorbells = std::make_unique<gdaki::proxy::doorbell_service>();
+      for (const qp_handle& h : handles) {
+        if (h.db_mode == gdaki::dev::doorbell_mode::cpu_assisted) {
+          EXPECT_EQ(doorbells->add(h), gdaki::status::ok);
+        }
+      }
+      EXPECT_EQ(doorbells->start(), gdaki::status::ok);
+    }
+    if (backend == test_backend::proxy) make_proxies();
   }
+
+ private:
+  // Moves A_i's direct handle to nics[i] (the poster's) and puts a proxy handle on a ring
+  // of its own in handles[i]: what an export with the proxy backend hands out.
+  void make_proxies() {
+    nics = handles;
+    channels.clear();
+    for (size_t i = 0; i < handles.size(); ++i) {
+      auto c = std::make_unique<proxy_channel>();
+      EXPECT_EQ(c->ring.init(8, 1), gdaki::status::ok);
+      c->poster = std::make_unique<gdaki::proxy::wqe_poster>(std::vector<qp_handle*>{&nics[i]});
+      c->service = std::make_unique<gdaki::proxy::proxy_service>(c->ring.handle(), *c->poster);
+      qp_handle h{};
+      h.backend = gdaki::dev::qp_backend::proxy;
+      h.proxy_ring = &c->ring.handle();
+      h.proxy_peer = 0;
+      h.proxy_counter = 0;
+      h.qpn = nics[i].qpn;
+      h.log_sq_wqebbs = nics[i].log_sq_wqebbs;
+      h.max_inline = nics[i].max_inline;
+      h.max_send_wqebbs = nics[i].max_send_wqebbs;
+      h.scratch_addr = nics[i].scratch_addr;
+      h.scratch_lkey = nics[i].scratch_lkey;
+      h.err_index = gdaki::dev::no_error_index;
+      handles[i] = h;
+      channels.push_back(std::move(c));
+    }
+    driver = std::make_unique<proxy_driver>(&channels);
+  }
+
+ public:
 };
 
 inline uint64_t now_ns() {

@@ -96,7 +96,7 @@ void run_matrix() {
   }
   EXPECT_EQ(words.words()[matrix_word::ps_counter], total);
   for (uint32_t q = 0; q < nqp; ++q) {
-    const qp_handle& h = w.handles[q];
+    const qp_handle& h = w.nic(q);
     EXPECT_EQ(h.sq_completed, h.sq_reserved) << "QP " << q;
     EXPECT_EQ(h.err_index, d::no_error_index) << "QP " << q;
   }

@@ -11,7 +11,19 @@
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/prm/dbr.hpp"
 
+namespace gdaki::proxy {
+struct ring_handle;  // proxy/ring.hpp (which includes this header, hence the declaration)
+}  // namespace gdaki::proxy
+
 namespace gdaki::dev {
+
+// Where the posting calls of ops.hpp send an operation, chosen when the handle is exported
+// (docs/proxy.md, "Choosing the backend"). Zero is direct, so a zeroed handle is a
+// direct one and every existing export keeps its meaning.
+enum class qp_backend : uint32_t {
+  direct = 0,  // WQEs into this QP's send queue, doorbell per db_mode (GDAKI)
+  proxy = 1,   // 64-byte descriptors into proxy_ring; a CPU proxy thread posts them
+};
 
 // How submit() tells the NIC about new WQEs, chosen when the handle is exported.
 enum class doorbell_mode : uint32_t {
@@ -60,6 +72,13 @@ struct qp_handle {
   // results of signal atomics (put_signal / signal with add). Zero when not set up.
   uint64_t scratch_addr;
   uint32_t scratch_lkey;
+  // --- backend (read-only after export) --------------------------------------------------
+  qp_backend backend;         // direct: the fields above and below are the QP; proxy: only
+                              // max_inline, the scratch fields and the three below are used
+  uint16_t proxy_peer;        // proxy: the poster's index of the QP that serves this handle
+  uint16_t proxy_counter;     // proxy: completion counter id; every descriptor bumps it once
+  proxy::ring_handle* proxy_ring;  // proxy: the ring this handle alone pushes to (tickets are
+                                   // its positions, so no other handle may share it)
   // --- send counters (free-running, in WQEBBs) ---------------------------------------
   alignas(64) uint64_t sq_reserved;  // handed out to posters
   alignas(64) uint64_t sq_ready;     // every WQEBB below this is fully written

@@ -16,6 +16,12 @@
 // op_flags::skip. Calls return a gdaki::status; posting calls also return a ticket (the
 // WQEBB count just past the caller's last WQE) for test/wait. Every blocking call takes a
 // timeout in nanoseconds (wait_forever = none). Host-side state dumps: device/dump.hpp.
+//
+// Backends (qp.backend, fixed at export; docs/proxy.md): direct builds WQEs in the QP's
+// send queue (tickets count WQEBBs); proxy pushes one or more 64-byte descriptors per
+// operation into the handle's proxy ring, every lane its own (tickets count descriptors,
+// settled by the ring's completion counter). The same calls, scopes and statuses serve
+// both; the choice is one switch in detail::post (posting) and one in test (settling).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +33,8 @@
 #include "gdaki/device/sq.hpp"
 #include "gdaki/device/wqe.hpp"
 #include "gdaki/prm/wqe.hpp"
+#include "gdaki/proxy/descriptor.hpp"
+#include "gdaki/proxy/ring.hpp"
 #include "gdaki/status.hpp"
 
 namespace gdaki::dev {
@@ -69,12 +77,27 @@ struct op_error {
   uint64_t wqe_index;  // first WQEBB of the failing WQE
 };
 
+// Proxy backend: the ring latches a status, not a CQE syndrome, so a failure reads as
+// local_qp_op at the ring position of the failed descriptor (the poster's QP keeps the
+// real syndrome: last_error on the poster's own handle).
 GDAKI_HD inline op_error last_error(const qp_handle& qp) {
+  if (qp.backend == qp_backend::proxy) {
+    uint32_t pos = 0;
+    if (proxy::ring_error(*qp.proxy_ring, &pos) == status::ok) return op_error{prm::syndrome::none, no_error_index};
+    return op_error{prm::syndrome::local_qp_op, pos};
+  }
   return op_error{static_cast<prm::syndrome>(arch::load_relaxed(&qp.err_syndrome)),
                   arch::load_acquire(&qp.err_index)};
 }
 
 namespace detail {
+
+// Descriptor flags for a WQE control byte: only the fence survives (the proxy settles
+// every descriptor through its counter, so "unsignalled" has nothing to drop).
+GDAKI_HD constexpr uint8_t desc_flags_of(uint8_t ctrl) {
+  return (ctrl & prm::ctrl_flags::fence_mask) == prm::ctrl_flags::fence ? proxy::desc_flags::fence
+                                                                         : proxy::desc_flags::none;
+}
 
 GDAKI_HD constexpr uint8_t ctrl_byte(uint32_t flags) {
   return static_cast<uint8_t>(((flags & op_flags::unsignaled) ? prm::ctrl_flags::ce_error_only
@@ -109,7 +132,7 @@ GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb) {
 // Posts one collective batch: each participant needs `nbb` WQEBBs (0 = nothing) and
 // `build(first_wqebb)` writes its WQEs there. Returns the caller's ticket in *ticket.
 template <typename Scope, sharing S, typename Build>
-GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
   if constexpr (std::is_same_v<Scope, scope_thread>) {
     if (nbb == 0) {
       *ticket = arch::load_acquire(&qp.sq_ready);
@@ -159,6 +182,48 @@ GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t*
   }
 }
 
+// The 64-bit ticket of the descriptor that ends just before ring position `end`: positions
+// are 32-bit, the counter 64-bit; every descriptor of the ring bumps the counter once, so
+// the count is at most `end` and within 2^24 of it (ring capacity plus operations in
+// flight), and the 32-bit distance widens exactly.
+GDAKI_HD inline uint64_t proxy_ticket(const qp_handle& qp, uint32_t end) {
+  const uint64_t done = arch::load_relaxed(&qp.proxy_ring->counters[qp.proxy_counter]);
+  return done + static_cast<uint32_t>(end - static_cast<uint32_t>(done));
+}
+
+// Proxy backend: the caller's n descriptors (consecutive positions, so a split operation
+// stays in order) from build.descriptor(i, peer, counter). No collective exchange: each
+// lane or thread takes its own positions, and the ring orders them. n == 0 (a skipping
+// lane) gets a ticket covering everything pushed so far, as a direct skip does.
+template <typename Build>
+GDAKI_HD inline status post_proxy(qp_handle& qp, uint32_t n, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+  proxy::ring_handle& r = *qp.proxy_ring;
+  if (n == 0) {
+    *ticket = proxy_ticket(qp, arch::load_acquire(&r.ctl->reserved));
+    return status::ok;
+  }
+  uint32_t first = 0;
+  const status st = proxy::ring_acquire(r, n, &first, timeout_ns);
+  // closed: the proxy stopped and nothing will ever run this; report it as a QP in error does.
+  if (st != status::ok) return st == status::closed ? status::io_error : st;
+  for (uint32_t i = 0; i < n; ++i) proxy::ring_write(r, first + i, build.descriptor(i, qp.proxy_peer, qp.proxy_counter));
+  *ticket = proxy_ticket(qp, first + n);
+  return status::ok;
+}
+
+// The one data-path dispatch on the backend for posting (STYLE rule 2: a switch, no
+// function pointers). nbb == 0 means "nothing to post" for both backends.
+template <typename Scope, sharing S, typename Build>
+GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+  switch (qp.backend) {
+    case qp_backend::direct:
+      return post_direct<Scope, S>(qp, nbb, build, ticket, timeout_ns);
+    case qp_backend::proxy:
+      return post_proxy(qp, nbb == 0 ? 0u : build.descriptors(), build, ticket, timeout_ns);
+  }
+  return status::invalid;  // not a backend this header knows: post nothing
+}
+
 // A caller whose own arguments are invalid. In a warp or block call it must still take
 // part in the collective exchange (as a skipping lane), or the lanes that did not fail
 // would wait for it forever in post(); only then does it return invalid.
@@ -172,7 +237,13 @@ GDAKI_HD inline status reject(qp_handle& qp, Build& build, uint64_t* ticket, uin
   return status::invalid;
 }
 
-// Builders, one per operation, capturing the caller's arguments.
+// Builders, one per operation, capturing the caller's arguments. Each builds WQEs for the
+// direct backend (operator()) and descriptors for the proxy backend (descriptors() says
+// how many, descriptor(i, peer, counter) builds the i-th).
+GDAKI_HD constexpr uint32_t chunks_of(uint64_t bytes) {
+  return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + max_message_bytes - 1) / max_message_bytes);
+}
+static_assert(max_message_bytes <= proxy::max_descriptor_bytes, "one WQE chunk fits one descriptor");
 struct put_builder {
   const qp_handle* qp;
   remote_ptr dst;
@@ -188,6 +259,14 @@ struct put_builder {
       at += prepare_write(*qp, at, dst.addr + done, dst.rkey, &g, chunk ? 1u : 0u, ctrl);
       done += chunk;
     } while (done < bytes);
+  }
+  GDAKI_HD uint32_t descriptors() const { return chunks_of(bytes); }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
+    const uint64_t done = uint64_t{i} * max_message_bytes;
+    const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
+    // The fence, like the direct path's fenced first WQE, holds the whole operation back.
+    return proxy::make_put(peer, dst.addr + done, dst.rkey, src.addr + done, src.lkey, static_cast<uint32_t>(chunk),
+                           counter, i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none);
   }
 };
 
@@ -207,6 +286,13 @@ struct get_builder {
       done += chunk;
     } while (done < bytes);
   }
+  GDAKI_HD uint32_t descriptors() const { return chunks_of(bytes); }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
+    const uint64_t done = uint64_t{i} * max_message_bytes;
+    const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
+    return proxy::make_get(peer, dst.addr + done, dst.lkey, src.addr + done, src.rkey, static_cast<uint32_t>(chunk),
+                           counter, i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none);
+  }
 };
 
 struct inline_builder {
@@ -216,6 +302,20 @@ struct inline_builder {
   uint32_t len;
   uint8_t ctrl;
   GDAKI_HD void operator()(uint64_t start) const { prepare_write_inline(*qp, start, dst.addr, dst.rkey, value, len, ctrl); }
+  // A descriptor carries 16 inline bytes; longer values take several, each copied out of
+  // `value` now, so the caller may reuse it on return exactly as with the direct path.
+  GDAKI_HD uint32_t descriptors() const {
+    return len == 0 ? 1u : (len + proxy::max_inline_bytes - 1) / proxy::max_inline_bytes;
+  }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
+    const uint32_t off = i * proxy::max_inline_bytes;
+    const uint32_t n = len - off < proxy::max_inline_bytes ? len - off : proxy::max_inline_bytes;
+    const auto* b = static_cast<const uint8_t*>(value) + off;
+    uint64_t word[2] = {0, 0};
+    for (uint32_t k = 0; k < n; ++k) word[k / 8] |= uint64_t{b[k]} << (8 * (k % 8));  // little end first
+    return proxy::make_put_inline(peer, dst.addr + off, dst.rkey, word[0], word[1], n, counter,
+                                  i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none);
+  }
 };
 
 struct signal_builder {
@@ -232,6 +332,10 @@ struct signal_builder {
     return prepare_write_inline(*qp, at, sig.addr, sig.rkey, &value, 8, ctrl);
   }
   GDAKI_HD void operator()(uint64_t start) const { build(start); }
+  GDAKI_HD uint32_t descriptors() const { return 1; }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t, uint16_t peer, uint16_t counter) const {
+    return proxy::make_signal(peer, sig.addr, sig.rkey, op == signal_op::set, value, counter, desc_flags_of(ctrl));
+  }
 };
 
 struct put_signal_builder {
@@ -245,6 +349,17 @@ struct put_signal_builder {
   }
   GDAKI_HD static uint64_t put_chunks(uint64_t bytes) {
     return bytes == 0 ? 1 : (bytes + max_message_bytes - 1) / max_message_bytes;
+  }
+  // Every chunk but the last is a plain put; the last carries the signal, which the
+  // poster issues after its data on one QP (never visible before it).
+  GDAKI_HD uint32_t descriptors() const { return data.descriptors(); }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
+    proxy::descriptor d = data.descriptor(i, peer, counter);
+    if (i + 1 == descriptors()) {
+      d = proxy::make_put_signal(peer, d.remote_addr, d.remote_key, d.local_addr, d.local_key, d.length, sig.sig.addr,
+                                 sig.sig.rkey, sig.op == signal_op::set, sig.value, counter, d.flags);
+    }
+    return d;
   }
 };
 
@@ -264,17 +379,26 @@ struct atomic_builder {
       prepare_atomic_fa(*qp, start, dst.addr, dst.rkey, a, r, ctrl);
     }
   }
+  GDAKI_HD uint32_t descriptors() const { return 1; }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t, uint16_t peer, uint16_t counter) const {
+    return cas ? proxy::make_compare_swap(peer, dst.addr, dst.rkey, a, b, result.addr, result.lkey, counter,
+                                          desc_flags_of(ctrl))
+               : proxy::make_fetch_add(peer, dst.addr, dst.rkey, a, result.addr, result.lkey, counter,
+                                       desc_flags_of(ctrl));
+  }
 };
 
 struct nop_builder {
   const qp_handle* qp;
   uint8_t ctrl;
   GDAKI_HD void operator()(uint64_t start) const { prepare_nop(*qp, start, ctrl); }
+  // The fenced NOP of fence() is a fence descriptor, the signalled NOP of quiet() a quiet
+  // one: the proxy starts nothing after either before everything before it completed.
+  GDAKI_HD uint32_t descriptors() const { return 1; }
+  GDAKI_HD proxy::descriptor descriptor(uint32_t, uint16_t, uint16_t counter) const {
+    return proxy::make_barrier(desc_flags_of(ctrl) == proxy::desc_flags::none, counter);
+  }
 };
-
-GDAKI_HD constexpr uint32_t chunks_of(uint64_t bytes) {
-  return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + max_message_bytes - 1) / max_message_bytes);
-}
 
 }  // namespace detail
 
@@ -362,13 +486,45 @@ GDAKI_HD inline status atomic_compare_swap(qp_handle& qp, remote_ptr dst, uint64
   return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
 }
 
-// Non-blocking completion check of one ticket: ok, again or io_error.
-GDAKI_HD inline status test(qp_handle& qp, uint64_t ticket) { return sq_test(qp, ticket); }
+namespace detail {
+// Proxy backend: the ticket is settled once the ring's counter reaches it. A failed
+// descriptor never bumps the counter and latches the ring's error with its position, so
+// tickets at or after it settle as io_error (like flushed WQEs behind a failed one).
+GDAKI_HD inline status test_proxy(const qp_handle& qp, uint64_t ticket) {
+  const proxy::ring_handle& r = *qp.proxy_ring;
+  if (!ring_before<64>(proxy::ring_counter(r, qp.proxy_counter), ticket)) return status::ok;
+  uint32_t pos = 0;
+  if (proxy::ring_error(r, &pos) != status::ok && ring_before<32>(pos, static_cast<uint32_t>(ticket))) {
+    return status::io_error;
+  }
+  // A stopped proxy completes nothing more: settle as failed rather than wait forever.
+  return arch::load_acquire(&r.ctl->closed) != 0 ? status::io_error : status::again;
+}
+}  // namespace detail
+
+// Non-blocking completion check of one ticket: ok, again or io_error. The one data-path
+// dispatch on the backend for settling.
+GDAKI_HD inline status test(qp_handle& qp, uint64_t ticket) {
+  switch (qp.backend) {
+    case qp_backend::direct:
+      return sq_test(qp, ticket);
+    case qp_backend::proxy:
+      return detail::test_proxy(qp, ticket);
+  }
+  return status::invalid;
+}
 
 // Waits for one ticket: ok, io_error (the operation or an earlier one failed; see
 // last_error) or timeout.
 GDAKI_HD inline status wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns = wait_forever) {
-  return sq_wait(qp, ticket, timeout_ns);
+  if (qp.backend == qp_backend::direct) return sq_wait(qp, ticket, timeout_ns);  // unchanged direct path
+  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
+  for (uint32_t i = 0;; ++i) {
+    const status st = test(qp, ticket);
+    if (st != status::again) return st;
+    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
+    arch::spin_pause(i);
+  }
 }
 
 // Fetch-and-add that waits and returns the old value in *old.
@@ -377,7 +533,7 @@ GDAKI_HD inline status atomic_fetch_add_wait(qp_handle& qp, remote_ptr dst, uint
                                              uint64_t* old, uint64_t timeout_ns = wait_forever) {
   uint64_t t;
   status st = atomic_fetch_add<Scope, S>(qp, dst, add, result, &t, op_flags::none, timeout_ns);
-  if (st == status::ok) st = sq_wait(qp, t, timeout_ns);
+  if (st == status::ok) st = wait(qp, t, timeout_ns);
   if (st == status::ok) *old = arch::load_acquire(reinterpret_cast<const uint64_t*>(result.addr));
   return st;
 }
@@ -388,7 +544,7 @@ GDAKI_HD inline status atomic_compare_swap_wait(qp_handle& qp, remote_ptr dst, u
                                                 local_ptr result, uint64_t* old, uint64_t timeout_ns = wait_forever) {
   uint64_t t;
   status st = atomic_compare_swap<Scope, S>(qp, dst, compare, swap, result, &t, op_flags::none, timeout_ns);
-  if (st == status::ok) st = sq_wait(qp, t, timeout_ns);
+  if (st == status::ok) st = wait(qp, t, timeout_ns);
   if (st == status::ok) *old = arch::load_acquire(reinterpret_cast<const uint64_t*>(result.addr));
   return st;
 }
@@ -420,7 +576,7 @@ GDAKI_HD inline status quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever) 
     // Everyone waits for the leader's NOP: its ticket is the batch end.
     t = std::is_same_v<Scope, scope_warp> ? arch::warp_shfl(t, 0) : arch::block_broadcast(t, 0);
   }
-  return sq_wait(qp, t, timeout_ns);
+  return wait(qp, t, timeout_ns);
 }
 
 }  // namespace gdaki::dev

@@ -221,7 +221,11 @@ GDAKI_HD inline void sq_submit(qp_handle& qp) {
   }
   detail::unlock(&qp.db_lock);
 #if !GDAKI_DEVICE_PASS
-  if (pc != prev && qp.host_doorbell_hook != nullptr) qp.host_doorbell_hook(qp.host_hook_ctx);
+  // The hook follows a doorbell, so in cpu_assisted mode (no doorbell here) the service
+  // that rings calls it instead (proxy/doorbell_service.hpp).
+  if (pc != prev && qp.host_doorbell_hook != nullptr && qp.db_mode != doorbell_mode::cpu_assisted) {
+    qp.host_doorbell_hook(qp.host_hook_ctx);
+  }
 #endif
 }
 

@@ -3,7 +3,13 @@
 // values; each knob also has an environment variable, read when the provider first loads.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
+
+namespace gdaki::verbs {
+class device;
+}
 
 namespace gdaki::soft {
 
@@ -21,7 +27,27 @@ struct config {
   // GDAKI_SOFT_TIMEOUT_CAP_US: caps one transport-retry wait (4.096 us * 2^timeout); 0 = no
   // cap. Keeps "peer gone" tests short without lying about the retry count.
   uint32_t timeout_cap_us = 0;
+
+  // Wires to soft devices in other processes and on other hosts (docs/soft-nic.md, Wires).
+  // GDAKI_SOFT_WIRE: "auto" (same host: unix socket + single-copy cross-process memory
+  // copy; other hosts: TCP), "tcp" (always TCP), "shm" (same host only; fails otherwise).
+  std::string wire = "auto";
+  std::string listen_addr = "127.0.0.1";  // GDAKI_SOFT_LISTEN: IPv4 to listen on (0.0.0.0 = all)
+  uint32_t listen_port = 0;               // GDAKI_SOFT_LISTEN_PORT: 0 = any free port
+  // GDAKI_SOFT_WIRE_TIMEOUT_MS: a peer that does not answer within this many ms (dead
+  // process, dropped link) fails the WQE with TRANSPORT_RETRY_EXC; the QP then flushes.
+  uint32_t wire_timeout_ms = 2000;
+  // GDAKI_SOFT_SHM_SINGLE_COPY_MIN: on the shared-memory wire, messages of at least this
+  // many bytes move by one cross-process copy; smaller ones travel inside the frame.
+  uint32_t shm_single_copy_min = 16384;
 };
+
+// The wire address of an open soft device (what a GID is to RoCE): 16 bytes naming its
+// host, listening port and process. Starts the device's listener if it is not running.
+// Pass it to the peer out of band; the peer puts it in qp_attr.av.dgid (is_global = true)
+// together with the connection token when it moves its QP to RTR. Throws gdaki::error
+// (not_supported for a non-soft device, io_error when listening fails).
+std::array<uint8_t, 16> local_address(const verbs::device& d);
 
 // Returns the configuration devices opened now would use.
 config get_config();

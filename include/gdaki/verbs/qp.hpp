@@ -49,6 +49,9 @@ struct address {
   uint8_t traffic_class = 0;
   uint32_t flow_label = 0;
   uint8_t sl = 0;
+  // Connection token agreed out of band (soft provider wires: a peer is accepted only with
+  // the token its QP was given at RTR). Hardware providers ignore it.
+  uint8_t token[16] = {};
 };
 
 // Which qp_attr fields a modify() sets (values of ibv_qp_attr_mask where one exists).

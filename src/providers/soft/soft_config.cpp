@@ -42,6 +42,12 @@ config config_from_env() {
   c.max_sleep_us = env_u32("GDAKI_SOFT_MAX_SLEEP_US", c.max_sleep_us);
   c.budget = env_u32("GDAKI_SOFT_BUDGET", c.budget);
   c.timeout_cap_us = env_u32("GDAKI_SOFT_TIMEOUT_CAP_US", c.timeout_cap_us);
+  if (const char* w = std::getenv("GDAKI_SOFT_WIRE"); w != nullptr && *w != '\0') c.wire = w;
+  if (const char* l = std::getenv("GDAKI_SOFT_LISTEN"); l != nullptr && *l != '\0') c.listen_addr = l;
+  c.listen_port = env_u32("GDAKI_SOFT_LISTEN_PORT", c.listen_port);
+  c.wire_timeout_ms = env_u32("GDAKI_SOFT_WIRE_TIMEOUT_MS", c.wire_timeout_ms);
+  c.shm_single_copy_min = env_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
+  if (c.wire_timeout_ms == 0) c.wire_timeout_ms = 1;
   if (c.devices == 0) c.devices = 1;
   if (c.engine_threads == 0) c.engine_threads = 1;
   if (c.budget == 0) c.budget = 1;

@@ -5,6 +5,7 @@
 #include "engine/engine.hpp"
 #include "soft_objects.hpp"
 #include "soft_ops.hpp"
+#include "wire/wire.hpp"
 
 namespace gdaki::soft {
 
@@ -32,6 +33,7 @@ status open_device(std::string_view name, provider_object** out, std::string* wh
   d->index = idx;
   d->cfg = c;
   d->eng = std::make_unique<engine>(c);
+  d->wire = std::make_unique<wire::endpoint>(*d);
   *out = d;
   return status::ok;
 }

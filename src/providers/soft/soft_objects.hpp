@@ -19,11 +19,17 @@
 namespace gdaki::soft {
 
 class engine;
+namespace wire {
+class endpoint;
+}
 
 struct soft_device : verbs::provider_object {
   uint32_t index = 0;  // soft<index>
   config cfg;
   std::unique_ptr<engine> eng;
+  // Wires to other processes and hosts; declared after eng so it stops first (its I/O
+  // thread serves requests into this device's QPs).
+  std::unique_ptr<wire::endpoint> wire;
   ~soft_device();
 };
 
@@ -82,7 +88,11 @@ struct soft_qp : verbs::provider_object {
   uint32_t retries_used = 0;
   std::atomic<uint64_t> stall_until{0};  // steady-clock ns; 0 = not stalled
   std::shared_ptr<soft_qp> peer;         // cached remote end (dest_qp_num)
+  bool remote = false;                   // av names another process: use the wire
   uint64_t last_uar = 0;                 // last doorbell word seen (a hint only)
+  // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
+  // never on a doorbell record that moved without one (docs/soft-nic.md).
+  std::atomic<bool> doorbell_gated{false};
 
   // Responder side (the RQ and incoming requests), under resp_mu.
   std::mutex resp_mu;

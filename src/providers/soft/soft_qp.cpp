@@ -12,6 +12,7 @@
 #include "soft_objects.hpp"
 #include "soft_ops.hpp"
 #include "soft_tables.hpp"
+#include "wire/wire.hpp"
 
 namespace gdaki::soft {
 
@@ -106,7 +107,10 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
   if (mask & m::access_flags) s.access_flags = a.access_flags;
   if (mask & m::pkey_index) s.pkey_index = a.pkey_index;
   if (mask & m::port) s.port_num = a.port_num;
-  if (mask & m::av) s.av = a.av;
+  if (mask & m::av) {
+    s.av = a.av;
+    q->remote = wire::is_remote(a.av);  // decided once here, not per WQE
+  }
   if (mask & m::path_mtu) s.mtu = a.mtu;
   if (mask & m::timeout) s.timeout = a.timeout;
   if (mask & m::retry_cnt) s.retry_cnt = a.retry_cnt;
@@ -177,12 +181,11 @@ status destroy_qp(provider_object* qpo) {
   return status::ok;
 }
 
-status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string* why) {
+status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string*) {
   auto* q = static_cast<soft_qp*>(qpo);
-  if (opt.db_mode == dev::doorbell_mode::cpu_assisted) {
-    *why = "cpu_assisted doorbells need the proxy service; the soft NIC polls the doorbell record itself, use db_store";
-    return status::not_supported;
-  }
+  // cpu_assisted: the NIC then acts on rung doorbells only, as a ConnectX does, so work
+  // whose doorbell record moved waits for the CPU doorbell service (proxy/doorbell_service.hpp).
+  q->doorbell_gated.store(opt.db_mode == dev::doorbell_mode::cpu_assisted, std::memory_order_release);
   *out = dev::qp_handle{};
   out->sq_buf = q->sq;
   out->log_sq_wqebbs = q->log_sq;

@@ -15,6 +15,7 @@
 #include "gdaki/verbs/qp.hpp"
 #include "responder.hpp"
 #include "wqe_parse.hpp"
+#include "../wire/wire.hpp"
 
 namespace gdaki::soft {
 
@@ -31,6 +32,18 @@ constexpr uint64_t forever = ~uint64_t{0};
 
 uint32_t dbr_snd(const soft_qp& qp) {
   return prm::from_be(prm::be32{dev::arch::load_acquire(&qp.dbrec->snd.raw)}) & 0xffff;
+}
+// How far the SQ may be executed: the doorbell record, or in a gated (cpu_assisted) QP the
+// nearer of the record and the last rung doorbell word (its wqe_index, ctrl bytes 0..3 as
+// sq.hpp doorbell_word writes them). The record is still read with acquire in both cases:
+// that read is what makes the posters' WQE bytes visible to us.
+uint32_t sq_producer(const soft_qp& qp) {
+  const uint32_t dbr = dbr_snd(qp);
+  if (!qp.doorbell_gated.load(std::memory_order_acquire)) return dbr;
+  const uint64_t word = dev::arch::load_acquire(qp.uar_db);
+  const uint32_t rung = (prm::from_be(prm::be32{static_cast<uint32_t>(word)}) >> 8) & 0xffff;
+  const uint32_t ci = static_cast<uint32_t>(qp.sq_ci_seen.load(std::memory_order_acquire));
+  return ((rung - ci) & 0xffff) < ((dbr - ci) & 0xffff) ? rung : dbr;
 }
 uint32_t dbr_rcv(const soft_qp& qp) {
   return prm::from_be(prm::be32{dev::arch::load_acquire(&qp.dbrec->rcv.raw)}) & 0xffff;
@@ -131,6 +144,33 @@ std::shared_ptr<soft_qp> resolve_peer(soft_qp& qp) {
   return qp.peer;
 }
 
+void clear_stall(soft_qp& qp) {
+  qp.stall = stall_kind::none;
+  qp.retries_used = 0;
+  qp.stall_until.store(0, std::memory_order_release);
+}
+
+// The peer lives in another process: the wire carries the request and brings back the
+// syndrome (and READ data / atomic value). A dead peer or link is final at once: the
+// wire has already waited its bounded time (config::wire_timeout_ms).
+exec_outcome execute_remote(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
+  const wire::outcome o = qp.dev->wire->execute(qp, r, w);
+  switch (o.what) {
+    case wire::outcome::retry:
+      return transport_retry(qp);
+    case wire::outcome::rnr: {
+      const uint32_t limit = qp.attr.rnr_retry == 7 ? ~uint32_t{0} : qp.attr.rnr_retry;
+      return retry_later(qp, stall_kind::rnr, rnr_timer_ns(o.rnr_timer), limit, syndrome::rnr_retry_exc);
+    }
+    case wire::outcome::fatal:
+      clear_stall(qp);
+      return {syndrome::transport_retry_exc, false};
+    default:
+      clear_stall(qp);
+      return {o.synd, false};
+  }
+}
+
 exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32_t* byte_cnt) {
   if (w.wqe_index != static_cast<uint16_t>(qp.sq_ci)) return {syndrome::local_qp_op, false};
   const syndrome ps = parse_segments(r, qp.max_inline, &w);
@@ -142,6 +182,7 @@ exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32
   // Held for the whole WQE: deregistration waits for it, so no MR goes away mid-copy.
   std::shared_lock keys_lock(keys().lock());
   if (!local_keys_ok(qp, w, local_write)) return {syndrome::local_prot, false};
+  if (qp.remote) return execute_remote(qp, r, w);
   std::shared_ptr<soft_qp> peer = resolve_peer(qp);
   if (!peer) return transport_retry(qp);
   std::unique_lock pl(peer->resp_mu);
@@ -179,7 +220,7 @@ bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
   const bool err = st == state_of(qp_state::err);
   if (err && dbr_rcv(qp) != (qp.rq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return true;
   if (!err && st != state_of(qp_state::rts)) return false;
-  if (dbr_snd(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return false;
+  if (sq_producer(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return false;
   const uint64_t until = qp.stall_until.load(std::memory_order_acquire);
   if (!err && until != 0 && now < until) {
     *deadline = until;
@@ -199,9 +240,10 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget) {
     res.worked = qp.rq_ci != before;
   }
   if (st != state_of(qp_state::rts) && st != state_of(qp_state::err)) return res;
-  // The doorbell word is only a hint (PRM 3.5): the doorbell record is the truth.
+  // The doorbell word is only a hint (PRM 3.5): the doorbell record is the truth (a gated
+  // QP also stops at the last rung word: sq_producer).
   qp.last_uar = dev::arch::load_relaxed(qp.uar_db);
-  const uint32_t dbr = dbr_snd(qp);
+  const uint32_t dbr = sq_producer(qp);
   for (uint32_t done = 0;; ++done) {
     const uint32_t n = (dbr - static_cast<uint32_t>(qp.sq_ci)) & 0xffff;
     if (n == 0) break;

@@ -1,0 +1,280 @@
+// RDMA WRITE bandwidth between two processes over the soft NIC's shared-memory and TCP
+// wires, next to the two ceilings they are measured against in the same run: one-thread
+// memcpy and a raw TCP stream over 127.0.0.1. Each figure is the median of --runs runs.
+// Usage: wire_bw [--runs N] [--mib-per-run M] [--json]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gdaki/device/datapath.hpp"
+#include "gdaki/oob/tcp_exchange.hpp"
+#include "gdaki/providers/soft.hpp"
+#include "gdaki/verbs/cq.hpp"
+#include "gdaki/verbs/device.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "gdaki/verbs/pd.hpp"
+#include "gdaki/verbs/qp.hpp"
+
+namespace {
+
+namespace dev = gdaki::dev;
+namespace verbs = gdaki::verbs;
+using clk = std::chrono::steady_clock;
+
+constexpr size_t sizes[] = {64 * 1024, 1u << 20};
+constexpr size_t buf_bytes = 1u << 20;
+
+struct blob {
+  uint8_t address[16];
+  uint32_t qpn, rkey;
+  uint64_t buf;
+};
+
+struct node {
+  verbs::device d;
+  verbs::pd pd;
+  verbs::cq scq, rcq;
+  verbs::qp qp;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(buf_bytes, 1);
+  verbs::mr mr;
+  dev::cq_handle hs{}, hr{};
+  dev::qp_handle h{};
+  explicit node(const char* wire) {
+    gdaki::soft::config c = gdaki::soft::get_config();
+    c.wire = wire;
+    gdaki::soft::set_config(c);
+    d = verbs::device::open("soft0");
+    pd = verbs::pd(d);
+    verbs::cq_init ci;
+    ci.depth = 256;
+    scq = verbs::cq(d, ci);
+    rcq = verbs::cq(d, ci);
+    verbs::qp_init qi;
+    qi.send_cq = &scq;
+    qi.recv_cq = &rcq;
+    qi.sq_wqebbs = 256;
+    qp = verbs::qp(pd, qi);
+    mr = verbs::mr(pd, buf.data(), buf.size(), verbs::access::all);
+  }
+  blob mine() const {
+    blob b{};
+    const auto a = gdaki::soft::local_address(d);
+    std::memcpy(b.address, a.data(), 16);
+    b.qpn = qp.qpn();
+    b.rkey = mr.rkey();
+    b.buf = reinterpret_cast<uint64_t>(buf.data());
+    return b;
+  }
+  void connect(const blob& peer) {
+    verbs::qp_attr a;
+    a.av.is_global = true;
+    std::memcpy(a.av.dgid, peer.address, 16);
+    std::memset(a.av.token, 0x42, 16);  // a benchmark: any agreed value
+    verbs::connect_rc(qp, peer.qpn, verbs::access::all, a);
+    hs = scq.export_handle();
+    hr = rcq.export_handle();
+    h = qp.export_handle(&hs, &hr);
+  }
+};
+
+std::vector<uint8_t> bytes_of(const blob& b) {
+  std::vector<uint8_t> v(sizeof(b));
+  std::memcpy(v.data(), &b, sizeof(b));
+  return v;
+}
+blob blob_of(const std::vector<uint8_t>& v) {
+  blob b{};
+  std::memcpy(&b, v.data(), std::min(v.size(), sizeof(b)));
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// GB/s of `count` WRITEs of `size` bytes, each signaled and waited for in batches of 16.
+double write_run(node& n, const blob& t, size_t size, size_t count) {
+  const dev::sge g{reinterpret_cast<uint64_t>(n.buf.data()), static_cast<uint32_t>(size), n.mr.lkey()};
+  const auto t0 = clk::now();
+  size_t done = 0;
+  while (done < count) {
+    const size_t batch = std::min<size_t>(16, count - done);
+    for (size_t i = 0; i < batch; ++i) {
+      uint64_t s = 0;
+      dev::sq_acquire(n.h, dev::wqebbs_rdma(1), &s, 5'000'000'000ull);
+      dev::sq_commit(n.h, s, dev::prepare_write(n.h, s, t.buf, t.rkey, &g, 1, gdaki::prm::ctrl_flags::cq_update));
+    }
+    for (size_t i = 0; i < batch; ++i) {
+      dev::completion c{};
+      while (dev::sq_poll(n.h, &c) != gdaki::status::ok) dev::arch::spin_pause(0);
+      if (!c.ok()) {
+        std::fprintf(stderr, "wire_bw: WRITE failed (syndrome %u)\n", static_cast<unsigned>(c.syndrome));
+        return 0;
+      }
+    }
+    done += batch;
+  }
+  return static_cast<double>(size * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9;
+}
+
+void wire_bench(const char* wire, int runs, size_t bytes_per_run, double out[2]) {
+  gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
+  const uint16_t port = srv.port();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    int rc = 0;
+    try {
+      node t(wire);
+      gdaki::oob::tcp_exchange x = gdaki::oob::tcp_exchange::connect("127.0.0.1", port);
+      const blob peer = blob_of(x.recv());
+      t.connect(peer);
+      x.send(bytes_of(t.mine()));
+      (void)x.recv(60000);  // serve until the initiator is done
+    } catch (...) {
+      rc = 1;
+    }
+    ::_exit(rc);
+  }
+  {
+    node n(wire);
+    srv.accept();
+    srv.send(bytes_of(n.mine()));
+    const blob t = blob_of(srv.recv());
+    n.connect(t);
+    for (int si = 0; si < 2; ++si) {
+      const size_t count = std::max<size_t>(16, bytes_per_run / sizes[si]);
+      write_run(n, t, sizes[si], 16);  // warm-up: connection, page faults
+      std::vector<double> r;
+      for (int i = 0; i < runs; ++i) r.push_back(write_run(n, t, sizes[si], count));
+      out[si] = median(r);
+    }
+    srv.send({});
+  }
+  int st = 0;
+  ::waitpid(child, &st, 0);
+}
+
+void memcpy_bench(int runs, size_t bytes_per_run, double out[2]) {
+  std::vector<uint8_t> a(buf_bytes, 1), b(buf_bytes, 2);
+  for (int si = 0; si < 2; ++si) {
+    const size_t count = std::max<size_t>(16, bytes_per_run / sizes[si]);
+    std::vector<double> r;
+    for (int i = 0; i < runs; ++i) {
+      const auto t0 = clk::now();
+      for (size_t k = 0; k < count; ++k) {
+        std::memcpy(b.data(), a.data(), sizes[si]);
+        asm volatile("" : : "r"(b.data()) : "memory");  // keep every copy
+      }
+      r.push_back(static_cast<double>(sizes[si] * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+    }
+    out[si] = median(r);
+  }
+}
+
+// A raw TCP stream over 127.0.0.1 to a child that reads into a 1 MiB buffer; the time
+// ends when the child has read every byte (it answers with one byte).
+void tcp_bench(int runs, size_t bytes_per_run, double out[2]) {
+  for (int si = 0; si < 2; ++si) {
+    const size_t size = sizes[si];
+    const size_t count = std::max<size_t>(16, bytes_per_run / size);
+    std::vector<double> r;
+    for (int i = 0; i < runs; ++i) {
+      const int l = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ::bind(l, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+      ::listen(l, 1);
+      socklen_t sl = sizeof(sa);
+      ::getsockname(l, reinterpret_cast<sockaddr*>(&sa), &sl);
+      const pid_t child = ::fork();
+      if (child == 0) {
+        const int fd = ::accept(l, nullptr, nullptr);
+        std::vector<uint8_t> buf(size);
+        size_t got = 0;
+        while (got < size * count) {
+          const ssize_t n = ::recv(fd, buf.data(), std::min(size, size * count - got), 0);
+          if (n <= 0) ::_exit(1);
+          got += static_cast<size_t>(n);
+        }
+        const char one = 1;
+        (void)!::send(fd, &one, 1, 0);
+        ::_exit(0);
+      }
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+      const int on = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+      std::vector<uint8_t> buf(size, 3);
+      const auto t0 = clk::now();
+      for (size_t k = 0; k < count; ++k) {
+        size_t sent = 0;
+        while (sent < size) {
+          const ssize_t n = ::send(fd, buf.data() + sent, size - sent, 0);
+          if (n <= 0) break;
+          sent += static_cast<size_t>(n);
+        }
+      }
+      char ack = 0;
+      (void)!::recv(fd, &ack, 1, MSG_WAITALL);
+      r.push_back(static_cast<double>(size * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+      ::close(fd);
+      ::close(l);
+      int st = 0;
+      ::waitpid(child, &st, 0);
+    }
+    out[si] = median(r);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 3;
+  size_t mib = 512;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--mib-per-run" && i + 1 < argc) mib = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--json") json = true;
+    else {
+      std::fprintf(stderr, "usage: wire_bw [--runs N] [--mib-per-run M] [--json]\n");
+      return 2;
+    }
+  }
+  const size_t bytes = mib << 20;
+  double shm[2] = {}, tcp[2] = {}, mc[2] = {}, raw[2] = {};
+  memcpy_bench(runs, bytes, mc);
+  tcp_bench(runs, bytes, raw);
+  wire_bench("shm", runs, bytes, shm);
+  wire_bench("tcp", runs, bytes, tcp);
+  if (json) {
+    std::printf("{\"runs\": %d, \"results\": [", runs);
+    for (int si = 0; si < 2; ++si) {
+      std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"tcp_write_gbps\": %.3f, "
+                  "\"raw_tcp_gbps\": %.3f}",
+                  si ? ", " : "", sizes[si], shm[si], mc[si], tcp[si], raw[si]);
+    }
+    std::printf("]}\n");
+    return 0;
+  }
+  std::printf("%-9s %12s %12s %8s %12s %12s %8s\n", "size", "shm GB/s", "memcpy GB/s", "ratio", "tcp GB/s",
+              "raw tcp GB/s", "ratio");
+  for (int si = 0; si < 2; ++si) {
+    std::printf("%-9s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f\n", si ? "1 MiB" : "64 KiB", shm[si], mc[si],
+                shm[si] / mc[si], tcp[si], raw[si], tcp[si] / raw[si]);
+  }
+  return 0;
+}

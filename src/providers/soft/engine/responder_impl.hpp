@@ -1,0 +1,169 @@
+// internal: the responder's logic, written once for every wire. `X` moves the bytes:
+//   bool place(const dst_piece* d, uint32_t nd)   the message payload into d[0..nd)
+//   void read_out(const uint8_t* from, uint64_t n) READ data back to the requester
+//   void atomic_result(uint64_t old)               an atomic's original value (host order)
+// The in-process wire copies from the requester's WQE and buffers (responder.cpp); the
+// remote wires read from a socket or copy across processes (wire/). Every check runs
+// before X is asked to move anything, so a failed check writes nothing.
+#pragma once
+
+#include "../soft_objects.hpp"
+#include "../soft_tables.hpp"
+#include "cqe_writer.hpp"
+#include "executor.hpp"
+#include "gdaki/device/arch.hpp"
+#include "gdaki/prm/endian.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "placement.hpp"
+#include "responder.hpp"
+
+namespace gdaki::soft::resp_detail {
+
+// The MR `rkey` names, if it is live, in the responder's PD, covers [addr, addr + len) and
+// grants `need`; else nullptr.
+inline const mr_entry* check_rkey(const soft_qp& resp, uint32_t rkey, uint64_t addr, uint64_t len, uint32_t need) {
+  const mr_entry* e = keys().find(rkey, true);
+  if (e == nullptr || e->pdn != resp.pd->pdn || !(e->access & need)) return nullptr;
+  if (addr < e->addr || len > e->length || addr - e->addr > e->length - len) return nullptr;
+  return e;
+}
+
+inline respond_result remote_error(soft_qp& resp, prm::syndrome s) {
+  enter_error_locked_resp(resp);
+  return {s, false, 0};
+}
+
+inline bool rq_has_wqe(const soft_qp& resp) {
+  const uint32_t dbr = prm::from_be(prm::be32{dev::arch::load_acquire(&resp.dbrec->rcv.raw)}) & 0xffff;
+  return ((dbr - static_cast<uint32_t>(resp.rq_ci)) & 0xffff) != 0;
+}
+
+// Responder CQE for a consumed receive WQE (success or error).
+inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, prm::cqe_opcode op, prm::syndrome s) {
+  cqe_fields f;
+  f.opcode = op;
+  f.synd = s;
+  f.qpn = resp.qpn;
+  f.src_qpn = src_qpn;
+  f.user_index = resp.user_index;
+  f.wqe_counter = static_cast<uint16_t>(resp.rq_ci);
+  if (s == prm::syndrome::none) {
+    f.byte_cnt = static_cast<uint32_t>(w.length);
+    f.solicited = w.solicited();
+    if (op == prm::cqe_opcode::resp_wr_imm || op == prm::cqe_opcode::resp_send_imm) f.imm_raw = w.imm_raw;
+  }
+  ++resp.rq_ci;
+  resp.rq_ci_seen.store(resp.rq_ci, std::memory_order_release);
+  if (write_cqe(*resp.rcq, f) == cq_write::overrun) enter_error_locked_resp(resp);
+}
+
+template <class X>
+respond_result do_write(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
+  using prm::syndrome;
+  if (!(resp.attr.access_flags & verbs::access::remote_write)) return remote_error(resp, syndrome::remote_inval_req);
+  // A zero-length RDMA WRITE carries no data, so its rkey is not checked (IBA 9.7.4.1.3).
+  if (w.length != 0 && check_rkey(resp, w.rkey, w.raddr, w.length, verbs::access::remote_write) == nullptr) {
+    return remote_error(resp, syndrome::remote_access);
+  }
+  const bool imm = w.opcode == static_cast<uint8_t>(prm::send_opcode::rdma_write_imm);
+  if (imm && !rq_has_wqe(resp)) return {syndrome::none, true, resp.attr.min_rnr_timer};
+  if (w.length != 0) {
+    const dst_piece d{reinterpret_cast<uint8_t*>(w.raddr), w.length};
+    if (!x.place(&d, 1)) return remote_error(resp, syndrome::remote_op);
+    placement_done();
+  }
+  // WRITE_IMM consumes a receive WQE without scattering into it.
+  if (imm) complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_wr_imm, syndrome::none);
+  return {};
+}
+
+template <class X>
+respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
+  using prm::syndrome;
+  if (!rq_has_wqe(resp)) return {syndrome::none, true, resp.attr.min_rnr_timer};
+  const uint32_t slots = (1u << resp.log_rq_stride) / 16;
+  const auto* seg = reinterpret_cast<const prm::data_seg*>(resp.rq + ((resp.rq_ci & (resp.rq_wqes() - 1)) << resp.log_rq_stride));
+  dst_piece dst[prm::max_ds];
+  uint32_t nd = 0;
+  uint64_t capacity = 0;
+  bool bad_key = false;
+  for (uint32_t i = 0; i < slots && capacity < w.length; ++i) {
+    const uint32_t lkey = prm::from_be(seg[i].lkey);
+    if (lkey == prm::invalid_lkey) break;  // the terminator of a short list
+    const uint32_t len = prm::from_be(seg[i].byte_count);
+    if (len == 0) continue;
+    const uint64_t addr = prm::from_be(seg[i].addr);
+    const mr_entry* e = keys().find(lkey, false);
+    if (e == nullptr || e->pdn != resp.pd->pdn || !(e->access & verbs::access::local_write) || addr < e->addr ||
+        len > e->length || addr - e->addr > e->length - len) {
+      bad_key = true;  // reported after the length check below, as the length is known first
+    }
+    dst[nd++] = {reinterpret_cast<uint8_t*>(addr), len};
+    capacity += len;
+  }
+  const auto op = w.opcode == static_cast<uint8_t>(prm::send_opcode::send_imm) ? prm::cqe_opcode::resp_send_imm
+                                                                                 : prm::cqe_opcode::resp_send;
+  if (capacity < w.length) {
+    complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_length);
+    return remote_error(resp, syndrome::remote_inval_req);
+  }
+  if (bad_key) {
+    complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_prot);
+    return remote_error(resp, syndrome::remote_op);
+  }
+  if (!x.place(dst, nd)) return remote_error(resp, syndrome::remote_op);
+  placement_done();
+  complete_recv(src_qpn, resp, w, op, syndrome::none);
+  return {};
+}
+
+template <class X>
+respond_result do_read(const parsed_wqe& w, soft_qp& resp, X& x) {
+  using prm::syndrome;
+  if (!(resp.attr.access_flags & verbs::access::remote_read)) return remote_error(resp, syndrome::remote_inval_req);
+  if (w.length != 0 && check_rkey(resp, w.rkey, w.raddr, w.length, verbs::access::remote_read) == nullptr) {
+    return remote_error(resp, syndrome::remote_access);
+  }
+  x.read_out(reinterpret_cast<const uint8_t*>(w.raddr), w.length);
+  placement_done();
+  return {};
+}
+
+template <class X>
+respond_result do_atomic(const parsed_wqe& w, soft_qp& resp, X& x) {
+  using prm::syndrome;
+  if (!(resp.attr.access_flags & verbs::access::remote_atomic)) return remote_error(resp, syndrome::remote_inval_req);
+  if (w.raddr % w.atomic_size != 0) return remote_error(resp, syndrome::remote_inval_req);
+  if (check_rkey(resp, w.rkey, w.raddr, w.atomic_size, verbs::access::remote_atomic) == nullptr) {
+    return remote_error(resp, syndrome::remote_access);
+  }
+  x.atomic_result(execute_atomic(w, reinterpret_cast<void*>(w.raddr)));
+  placement_done();
+  return {};
+}
+
+// Executes w from the QP `src_qpn` at `resp`. The caller holds the key table's shared lock
+// and resp.resp_mu; resp is live, in RTR or RTS, and connected to src_qpn.
+template <class X>
+respond_result respond_with(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
+  using prm::send_opcode;
+  switch (static_cast<send_opcode>(w.opcode)) {
+    case send_opcode::rdma_write:
+    case send_opcode::rdma_write_imm:
+      return do_write(src_qpn, w, resp, x);
+    case send_opcode::send:
+    case send_opcode::send_imm:
+      return do_send(src_qpn, w, resp, x);
+    case send_opcode::rdma_read:
+      return do_read(w, resp, x);
+    case send_opcode::atomic_cs:
+    case send_opcode::atomic_fa:
+    case send_opcode::atomic_masked_cs:
+    case send_opcode::atomic_masked_fa:
+      return do_atomic(w, resp, x);
+    default:
+      return {prm::syndrome::local_qp_op, false, 0};  // parse_segments rejects these first
+  }
+}
+
+}  // namespace gdaki::soft::resp_detail

@@ -1,0 +1,275 @@
+// Failures on the wire: a peer killed in the middle of a stream, and a rogue client.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+
+#include "../../src/providers/soft/wire/wire_proto.hpp"
+#include "wire_fixture.hpp"
+
+using namespace wire_test;
+using prm::send_opcode;
+namespace wp = gdaki::soft::wire;
+
+namespace {
+
+constexpr uint32_t timeout_ms = 500;  // the configured bound for these tests
+
+// A target that connects its QP to the initiator and serves until told "bye" (or killed).
+int serving_target(uint16_t port, const char* wire) {
+  use_wire(wire, timeout_ms);
+  side t(1u << 20);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const setup_blob peer = from_bytes(x.recv());
+  t.connect(peer, peer.token);
+  x.send(to_bytes(t.blob(peer.token)));
+  (void)x.recv();
+  return 0;
+}
+
+struct initiator_link {
+  oob::tcp_exchange srv;
+  pid_t child = -1;
+  setup_blob t{};
+};
+
+initiator_link start_target(side& s, const std::array<uint8_t, 16>& token, const char* wire) {
+  initiator_link l;
+  l.srv = oob::tcp_exchange::listen("127.0.0.1");
+  l.child = fork_peer(l.srv.port(), [wire](uint16_t port) { return serving_target(port, wire); });
+  l.srv.accept();
+  l.srv.send(to_bytes(s.blob(token.data())));
+  l.t = from_bytes(l.srv.recv());
+  s.connect(l.t, token.data());
+  return l;
+}
+
+void peer_killed_mid_stream_fails_within_the_bound_then_a_new_qp_works(const char* wire) {
+  use_wire(wire, timeout_ms);
+  side s(1u << 20);
+  for (size_t i = 0; i < s.buf.size(); ++i) s.buf[i] = static_cast<uint8_t>(i);
+  const auto token = random_token();
+  initiator_link l = start_target(s, token, wire);
+  dev::qp_handle& h = *s.ep.h;
+  const dev::sge g = sg(s.buf.data(), 65536, s.mr.lkey());
+  for (int i = 0; i < 20; ++i) {
+    post_write(h, l.t.buf, l.t.rkey, &g, 1);
+    ASSERT_TRUE(wait_cqe(s.ep, false).c.ok());
+  }
+  // Kill the peer with WRITEs outstanding and keep posting.
+  for (int i = 0; i < 4; ++i) post_write(h, l.t.buf, l.t.rkey, &g, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(l.child, SIGKILL);
+  EXPECT_EQ(reap(l.child), 128 + SIGKILL);
+  for (int i = 0; i < 4; ++i) post_write(h, l.t.buf, l.t.rkey, &g, 1);
+  // Some of the first four may have completed before the kill; then one error, then flushes.
+  got first;
+  int ok_before = 0;
+  for (;;) {
+    first = wait_cqe(s.ep, false, std::chrono::milliseconds(timeout_ms * 4));
+    ASSERT_TRUE(first.ok) << "no CQE after the peer died";
+    if (!first.c.ok()) break;
+    ++ok_before;
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LE(ok_before, 4);
+  EXPECT_EQ(first.c.syndrome, prm::syndrome::transport_retry_exc);
+  EXPECT_LE(took, std::chrono::milliseconds(timeout_ms + 500)) << "the error CQE came late";
+  for (int i = ok_before + 1; i < 8; ++i) {
+    const got f = wait_cqe(s.ep, false);
+    ASSERT_TRUE(f.ok);
+    EXPECT_EQ(f.c.syndrome, prm::syndrome::wr_flush);
+  }
+  EXPECT_EQ(s.ep.qp.state(), verbs::qp_state::err);
+
+  // A restarted peer: a new QP on the same device connects and works.
+  side s2(1u << 20);
+  for (size_t i = 0; i < s2.buf.size(); ++i) s2.buf[i] = static_cast<uint8_t>(i * 3);
+  const auto token2 = random_token();
+  initiator_link l2 = start_target(s2, token2, wire);
+  const dev::sge g2 = sg(s2.buf.data(), 4096, s2.mr.lkey());
+  post_write(*s2.ep.h, l2.t.buf, l2.t.rkey, &g2, 1);
+  EXPECT_TRUE(wait_cqe(s2.ep, false).c.ok());
+  const dev::sge r2 = sg(s2.buf.data() + 8192, 4096, s2.mr.lkey());
+  post_read(*s2.ep.h, l2.t.buf, l2.t.rkey, &r2, 1);
+  EXPECT_TRUE(wait_cqe(s2.ep, false).c.ok());
+  EXPECT_EQ(std::memcmp(s2.buf.data(), s2.buf.data() + 8192, 4096), 0);
+  l2.srv.send(text("bye"));
+  EXPECT_EQ(reap(l2.child), 0);
+}
+
+TEST(wire_failures, tcp_peer_killed_mid_stream_gives_retry_exceeded_then_flush_and_a_new_qp_connects) {
+  peer_killed_mid_stream_fails_within_the_bound_then_a_new_qp_works("tcp");
+}
+
+TEST(wire_failures, shm_peer_killed_mid_stream_gives_retry_exceeded_then_flush_and_a_new_qp_connects) {
+  peer_killed_mid_stream_fails_within_the_bound_then_a_new_qp_works("shm");
+}
+
+// ---- the rogue client -------------------------------------------------------------------
+
+int dial(const uint8_t* address) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  std::memcpy(&sa.sin_addr.s_addr, address + 4, 4);
+  sa.sin_port = htons(static_cast<uint16_t>((address[8] << 8) | address[9]));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True if the server closes the connection within 3 s (reads and drops what it sends).
+bool server_closes(int fd) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char b[256];
+      const ssize_t r = ::recv(fd, b, sizeof(b), 0);
+      if (r <= 0) {
+        ::close(fd);
+        return true;
+      }
+    }
+  }
+  ::close(fd);
+  return false;
+}
+
+void send_all(int fd, const void* p, size_t n) { (void)!::send(fd, p, n, MSG_NOSIGNAL); }
+
+wp::frame_hdr hdr(wp::ftype t, uint32_t len, uint32_t src = 0, uint32_t dst = 0) {
+  wp::frame_hdr h{};
+  h.magic = wp::frame_magic;
+  h.version = wp::frame_version;
+  h.type = static_cast<uint8_t>(t);
+  h.length = len;
+  h.src_qpn = src;
+  h.dst_qpn = dst;
+  return h;
+}
+
+int hello(const uint8_t* address) {
+  const int fd = dial(address);
+  const wp::frame_hdr h = hdr(wp::ftype::hello, sizeof(wp::hello_body));
+  const wp::hello_body b{static_cast<uint32_t>(::getpid()), 0};
+  send_all(fd, &h, sizeof(h));
+  send_all(fd, &b, sizeof(b));
+  wp::frame_hdr r{};
+  wp::hello_ok_body ob{};
+  (void)!::recv(fd, &r, sizeof(r), MSG_WAITALL);
+  (void)!::recv(fd, &ob, sizeof(ob), MSG_WAITALL);
+  return fd;
+}
+
+// The legitimate initiator (a child process): WRITEs 4 KiB of 0x11 at the target's offset
+// 0, READs it back and reports.
+int honest_initiator(uint16_t port) {
+  use_wire("tcp", timeout_ms);
+  side s(8192);
+  std::memset(s.buf.data(), 0x11, 4096);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const setup_blob t = from_bytes(x.recv());
+  s.connect(t, t.token);
+  x.send(to_bytes(s.blob(t.token)));
+  (void)x.recv();  // go
+  const dev::sge g = sg(s.buf.data(), 4096, s.mr.lkey());
+  post_write(*s.ep.h, t.buf, t.rkey, &g, 1);
+  const bool w_ok = wait_cqe(s.ep, false).c.ok();
+  const dev::sge r = sg(s.buf.data() + 4096, 4096, s.mr.lkey());
+  post_read(*s.ep.h, t.buf, t.rkey, &r, 1);
+  const bool r_ok = wait_cqe(s.ep, false).c.ok();
+  const bool same = std::memcmp(s.buf.data(), s.buf.data() + 4096, 4096) == 0;
+  x.send(text(w_ok && r_ok && same ? "ok" : "failed"));
+  (void)x.recv();
+  return 0;
+}
+
+TEST(wire_failures, rogue_clients_are_refused_memory_is_unchanged_and_the_real_peer_is_served) {
+  use_wire("tcp", timeout_ms);
+  side t(1u << 20);
+  std::memset(t.buf.data(), 0x5a, t.buf.size());
+  const auto token = random_token();
+  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
+  const pid_t child = fork_peer(srv.port(), honest_initiator);
+  srv.accept();
+  const setup_blob mine = t.blob(token.data());
+  srv.send(to_bytes(mine));
+  const setup_blob peer = from_bytes(srv.recv());
+  t.connect(peer, token.data());
+  const uint8_t* a = mine.address;
+  const uint32_t qpn = t.ep.qp.qpn();
+
+  // 1. A wrong token for a real QP pair.
+  {
+    const int fd = hello(a);
+    const wp::frame_hdr h = hdr(wp::ftype::bind, sizeof(wp::bind_body), peer.qpn, qpn);
+    wp::bind_body b{};
+    std::memcpy(b.token, token.data(), 16);
+    b.token[7] ^= 1;
+    send_all(fd, &h, sizeof(h));
+    send_all(fd, &b, sizeof(b));
+    EXPECT_TRUE(server_closes(fd)) << "wrong token";
+  }
+  // 2. Random bytes.
+  {
+    const int fd = dial(a);
+    std::vector<uint8_t> junk(4096);
+    std::mt19937 rng(42);
+    for (auto& c : junk) c = static_cast<uint8_t>(rng());
+    send_all(fd, junk.data(), junk.size());
+    EXPECT_TRUE(server_closes(fd)) << "random bytes";
+  }
+  // 3. A request before any bind (a WRITE of 16 bytes into the real buffer).
+  {
+    const int fd = hello(a);
+    wp::frame_hdr h = hdr(wp::ftype::request, sizeof(wp::request_body) + 16, peer.qpn, qpn);
+    h.opcode = static_cast<uint8_t>(send_opcode::rdma_write);
+    wp::request_body b{};
+    b.raddr = mine.buf;
+    b.rkey = mine.rkey;
+    b.msg_len = 16;
+    const uint8_t payload[16] = {};
+    send_all(fd, &h, sizeof(h));
+    send_all(fd, &b, sizeof(b));
+    send_all(fd, payload, 16);
+    EXPECT_TRUE(server_closes(fd)) << "request without the token";
+  }
+  // 4. A truncated frame: a header announcing more than is sent.
+  {
+    const int fd = hello(a);
+    const wp::frame_hdr h = hdr(wp::ftype::bind, sizeof(wp::bind_body), peer.qpn, qpn);
+    send_all(fd, &h, sizeof(h));
+    send_all(fd, token.data(), 5);
+    EXPECT_TRUE(server_closes(fd)) << "truncated frame";
+  }
+  // 5. An oversized length.
+  {
+    const int fd = hello(a);
+    const wp::frame_hdr h = hdr(wp::ftype::request, 0xfffffff0u, peer.qpn, qpn);
+    send_all(fd, &h, sizeof(h));
+    EXPECT_TRUE(server_closes(fd)) << "oversized frame";
+  }
+  // Nothing landed, and the QP is healthy.
+  for (size_t i = 0; i < t.buf.size(); ++i) {
+    if (t.buf[i] != 0x5a) {
+      ADD_FAILURE() << "byte " << i << " changed";
+      break;
+    }
+  }
+  EXPECT_EQ(t.ep.qp.state(), verbs::qp_state::rts);
+  // The real peer is still served.
+  srv.send(text("go"));
+  EXPECT_EQ(text(srv.recv()), "ok");
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(t.buf[i], 0x11) << i;
+  for (size_t i = 4096; i < t.buf.size(); ++i) ASSERT_EQ(t.buf[i], 0x5a) << i;
+  srv.send(text("bye"));
+  EXPECT_EQ(reap(child), 0);
+}
+
+}  // namespace
