@@ -54,6 +54,10 @@ void copy_message(const wqe_reader& r, const gather_entry* src, uint32_t ns, con
 void copy_scatter(const uint8_t* from, uint64_t length, const dst_piece* dst, uint32_t nd) {
   for (uint32_t i = 0; i < nd && length != 0; ++i) {
     const uint64_t n = dst[i].length < length ? dst[i].length : length;
+    // A zero-length scatter entry is legal and its address is never checked (0 bytes need
+    // no key), so it may be null or wild; memcpy must not see it, even for 0 bytes (UB).
+    // Found by the WQE-parser fuzzer (tests/fuzz/regress/wqe_parse/).
+    if (n == 0) continue;
     std::memcpy(dst[i].ptr, from, n);
     from += n;
     length -= n;
