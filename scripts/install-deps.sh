@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what gdaki needs to build and test on Debian 12 (run as root).
 # Compiler, CMake, GoogleTest, rdma-core headers (layout checks, later the mlx5 provider),
-# and the libraries later tools use. CUDA is optional and never installed here.
+# and the libraries later tools use; python3-jsonschema (the bench --json schema test),
+# python3-matplotlib (bench/plot.py) and ucx-utils (bench/compare-ucx). CUDA is optional
+# and never installed here.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libibverbs-dev rdma-core libfabric-dev
   nlohmann-json3-dev libcli11-dev
+  python3 python3-jsonschema python3-matplotlib ucx-utils
   iproute2 procps
+  clang libclang-rt-14-dev  # libFuzzer (clang -fsanitize=fuzzer) for tests/fuzz
 )
 missing=()
 for p in "${packages[@]}"; do

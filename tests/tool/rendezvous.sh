@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Server/client mode: a server and a client on this host meet over TCP (the out-of-band
+# rendezvous); both then either run over the soft NIC's cross-process wire or, in a build
+# without it, both stop with the message that says so. Usage: rendezvous.sh GDAKI TEST WIRE
+set -u
+gdaki=$1 test=$2 wire=$3
+py=$(command -v python3 || echo /usr/bin/python3)
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sout=$(mktemp)
+trap 'rm -f "$sout"' EXIT
+timeout 60 "$gdaki" bench "$test" -s 4K -n 100 --wire "$wire" --server -p "$port" --accept-timeout 30 >"$sout" 2>&1 &
+server=$!
+cout=""
+for _ in $(seq 50); do  # the server needs a moment to listen
+  cout=$(timeout 30 "$gdaki" bench "$test" -s 4K -n 100 --wire "$wire" -c 127.0.0.1 -p "$port" --connect-timeout 2 2>&1)
+  crc=$?
+  grep -q "cannot reach" <<<"$cout" || break
+  sleep 0.2
+done
+wait $server
+src=$?
+printf 'client (exit %s):\n%s\nserver (exit %s):\n%s\n' "$crc" "$cout" "$src" "$(cat "$sout")"
+if grep -q "not available in this build" <<<"$cout"; then
+  ((crc != 0 && src != 0)) || { echo "FAIL: both ends must fail without the wire"; exit 1; }
+  grep -q "not available in this build" "$sout" || { echo "FAIL: the server did not say why"; exit 1; }
+else
+  ((crc == 0 && src == 0)) || { echo "FAIL: cross-process run failed"; exit 1; }
+  grep -Eq "BW average|t_typical" <<<"$cout" || { echo "FAIL: no table from the client"; exit 1; }
+  grep -Eq "^ 4096 +100 " <<<"$cout" || { echo "FAIL: no 4096-byte row"; exit 1; }
+fi
+echo PASS
