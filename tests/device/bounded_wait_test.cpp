@@ -145,11 +145,15 @@ TEST(device_bounded_wait, qp_forced_into_err_flushes_with_io_error_and_wr_flush)
   EXPECT_EQ(d::quiet(*e.qp, 5'000'000'000ull), status::io_error);
   // io_error settles tickets behind the failure before their flush CQEs arrive; with a
   // doorbell service (cpu_assisted) or a proxy thread those come a moment later.
-  for (const uint64_t t1 = now_ns(); e.nic->sq_completed != e.nic->sq_reserved && now_ns() - t1 < 5'000'000'000ull;) {
+  // The counters are read with acquire loads: with the proxy backend its thread is still
+  // posting and polling on this handle.
+  const auto completed = [&] { return gdaki::dev::arch::load_acquire(&e.nic->sq_completed); };
+  const auto reserved = [&] { return gdaki::dev::arch::load_acquire(&e.nic->sq_reserved); };
+  for (const uint64_t t1 = now_ns(); completed() != reserved() && now_ns() - t1 < 5'000'000'000ull;) {
     d::sq_progress(*e.nic);
     std::this_thread::yield();
   }
-  EXPECT_EQ(e.nic->sq_completed, e.nic->sq_reserved) << "every WQE was flushed, one CQE each";
+  EXPECT_EQ(completed(), reserved()) << "every WQE was flushed, one CQE each";
   if (wqe_tickets) {
     EXPECT_EQ(e.nic->send_cq->ci, 4u) << "WRITE, signal, READ, NOP: flushed signalled or not";
   }
