@@ -24,10 +24,8 @@
 #include "gdaki/device/dump.hpp"
 #include "gdaki/device/host_grid.hpp"
 #include "gdaki/error.hpp"
+#include "gdaki/export.hpp"
 #include "gdaki/proxy/doorbell_service.hpp"
-#include "gdaki/proxy/host_ring.hpp"
-#include "gdaki/proxy/proxy_service.hpp"
-#include "gdaki/proxy/wqe_poster.hpp"
 #include "gdaki/verbs/cq.hpp"
 #include "gdaki/verbs/device.hpp"
 #include "gdaki/verbs/mr.hpp"
@@ -91,17 +89,12 @@ struct pair_options {
   bool doorbell_service = true;
 };
 
-// Proxy builds: one ring + poster + service per pair, all driven by one thread (a
+// Proxy builds: each pair's QP is exported with the proxy backend (gdaki::exported_qp:
+// ring + WQE poster + proxy service), and one thread drives every export's progress (a
 // library-owned thread per ring would be dozens of threads on a 2-core machine).
-struct proxy_channel {
-  gdaki::proxy::host_ring ring;
-  std::unique_ptr<gdaki::proxy::wqe_poster> poster;
-  std::unique_ptr<gdaki::proxy::proxy_service> service;
-};
-
 class proxy_driver {
  public:
-  explicit proxy_driver(std::vector<std::unique_ptr<proxy_channel>>* channels) : channels_(channels) {
+  explicit proxy_driver(std::vector<std::unique_ptr<gdaki::exported_qp>>* exports) : exports_(exports) {
     thread_ = std::thread([this] { run(); });
   }
   proxy_driver(const proxy_driver&) = delete;
@@ -116,7 +109,7 @@ class proxy_driver {
     uint32_t idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
       size_t n = 0;
-      for (auto& c : *channels_) n += c->service->progress();
+      for (auto& e : *exports_) n += e->progress();
       if (n != 0) {
         idle = 0;
       } else if (++idle < 256) {
@@ -126,7 +119,7 @@ class proxy_driver {
       }
     }
   }
-  std::vector<std::unique_ptr<proxy_channel>>* channels_;
+  std::vector<std::unique_ptr<gdaki::exported_qp>>* exports_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -154,8 +147,7 @@ struct world {
   reg_buffer scratch;  // 8-byte sink for signal-add results (LOCAL_WRITE), one per QP
   std::vector<std::unique_ptr<qp_pair>> pairs;
   std::vector<qp_handle> handles;  // sized once: the kernels index it
-  std::vector<qp_handle> nics;     // proxy builds: A_i's direct handles (the poster's)
-  std::vector<std::unique_ptr<proxy_channel>> channels;
+  std::vector<std::unique_ptr<gdaki::exported_qp>> exports;  // proxy builds: one per pair
   // Declared last: stopped first, before the QPs and rings they use go away.
   std::unique_ptr<gdaki::proxy::doorbell_service> doorbells;
   std::unique_ptr<proxy_driver> driver;
@@ -167,12 +159,13 @@ struct world {
   }
 
   // A_i's direct handle: the QP's own counters, CQ and WQEs, whatever the backend.
-  qp_handle& nic(size_t i) { return backend == test_backend::proxy ? nics[i] : handles[i]; }
+  qp_handle& nic(size_t i) { return backend == test_backend::proxy ? exports[i]->nic_handle() : handles[i]; }
 
   // Creates n pairs with options o; handles[i] is A_i's exported handle (with scratch).
   void make_pairs(uint32_t n, const pair_options& o = {}) {
     driver.reset();
     doorbells.reset();
+    exports.clear();  // before the QPs they export
     scratch = reg_buffer(pda, 64ull * n, verbs::access::local_write);
     handles.assign(n, qp_handle{});
     pairs.clear();
@@ -224,32 +217,24 @@ struct world {
   }
 
  private:
-  // Moves A_i's direct handle to nics[i] (the poster's) and puts a proxy handle on a ring
-  // of its own in handles[i]: what an export with the proxy backend hands out.
+  // Re-exports each A_i with the proxy backend, as an application would: handles[i]
+  // becomes the proxy handle on the export's ring; the export keeps A_i's direct handle
+  // (nic(i)) for its poster.
   void make_proxies() {
-    nics = handles;
-    channels.clear();
+    exports.clear();
     for (size_t i = 0; i < handles.size(); ++i) {
-      auto c = std::make_unique<proxy_channel>();
-      EXPECT_EQ(c->ring.init(8, 1), gdaki::status::ok);
-      c->poster = std::make_unique<gdaki::proxy::wqe_poster>(std::vector<qp_handle*>{&nics[i]});
-      c->service = std::make_unique<gdaki::proxy::proxy_service>(c->ring.handle(), *c->poster);
-      qp_handle h{};
-      h.backend = gdaki::dev::qp_backend::proxy;
-      h.proxy_ring = &c->ring.handle();
-      h.proxy_peer = 0;
-      h.proxy_counter = 0;
-      h.qpn = nics[i].qpn;
-      h.log_sq_wqebbs = nics[i].log_sq_wqebbs;
-      h.max_inline = nics[i].max_inline;
-      h.max_send_wqebbs = nics[i].max_send_wqebbs;
-      h.scratch_addr = nics[i].scratch_addr;
-      h.scratch_lkey = nics[i].scratch_lkey;
-      h.err_index = gdaki::dev::no_error_index;
-      handles[i] = h;
-      channels.push_back(std::move(c));
+      gdaki::export_options o;
+      o.backend = gdaki::backend_request::proxy;
+      o.own_thread = false;  // driven by `driver` below
+      o.log2_ring_slots = 8;
+      o.scratch_addr = handles[i].scratch_addr;
+      o.scratch_lkey = handles[i].scratch_lkey;
+      auto e = std::make_unique<gdaki::exported_qp>(pairs[i]->a, &pairs[i]->a_send, &pairs[i]->a_recv, o);
+      EXPECT_EQ(e->choice().name, "proxy");
+      handles[i] = e->handle();
+      exports.push_back(std::move(e));
     }
-    driver = std::make_unique<proxy_driver>(&channels);
+    driver = std::make_unique<proxy_driver>(&exports);
   }
 
  public:

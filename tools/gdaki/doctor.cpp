@@ -1,7 +1,9 @@
 // `gdaki doctor [--mode M]`: for each way gdaki can run (soft NIC, GPU doorbell,
 // CPU-assisted doorbell, CPU proxy, mlx5 with CPU initiators) says what this machine has
 // and what is missing, each missing piece with the command or setting that fixes it, then
-// the placement gdaki would choose and why. The exit status says whether the requested
+// the placement gdaki would choose and why, and the backend (direct, cpu-assisted, proxy)
+// an export gets on each provider and initiator, with the reason (gdaki::choose_backend,
+// the function exported_qp itself calls). The exit status says whether the requested
 // mode can run (0) or not (1); without --mode, whether any mode can.
 #include <CLI/CLI.hpp>
 
@@ -17,6 +19,7 @@
 
 #include "commands.hpp"
 #include "gdaki/error.hpp"
+#include "gdaki/export.hpp"
 #include "gdaki/verbs/device.hpp"
 #include "gpu/placement.hpp"
 #ifdef GDAKI_HAVE_LIBFABRIC_POSTER
@@ -154,6 +157,32 @@ std::vector<mode> modes() {
   };
 }
 
+struct backend_row {
+  std::string provider, initiator, note;
+  backend_choice choice;
+};
+
+// What gdaki::exported_qp with backend_request::automatic gives on this machine.
+std::vector<backend_row> export_backends(const gpu::capabilities& caps) {
+  backend_inputs::uar_mapping uar = backend_inputs::uar_mapping::unknown;
+  if (caps.uar_gpu_mappable == gpu::tristate::yes) uar = backend_inputs::uar_mapping::yes;
+  if (caps.uar_gpu_mappable == gpu::tristate::no) uar = backend_inputs::uar_mapping::no;
+  std::vector<backend_row> rows;
+  for (const char* provider : {"soft", "mlx5", "libfabric"}) {
+    for (initiator who : {initiator::cpu, initiator::gpu}) {
+      backend_inputs in;
+      in.provider = provider;
+      in.initiator = who;
+      in.gpu_uar = uar;
+      backend_row r{provider, who == initiator::cpu ? "cpu" : "gpu", "", choose_backend(in)};
+      if (r.provider == "mlx5" && caps.mlx5_devices == 0) r.note = "no mlx5 device here";
+      if (who == initiator::gpu && caps.gpu_count == 0) r.note += std::string(r.note.empty() ? "" : "; ") + "no GPU here";
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
 struct doctor_options {
   std::string mode = "all";
   bool json = false;
@@ -196,6 +225,19 @@ int run_doctor(const doctor_options& o) {
   }
   const gpu::placement_decision d = gpu::decide(caps);
   j["placement"] = gpu::describe(d);
+  const std::vector<backend_row> backends = export_backends(caps);
+  j["export_backends"] = nlohmann::json::array();
+  std::string btext;
+  for (const backend_row& b : backends) {
+    j["export_backends"].push_back({{"provider", b.provider},
+                                    {"initiator", b.initiator},
+                                    {"backend", b.choice.name},
+                                    {"cpu_service", b.choice.cpu_service},
+                                    {"reason", b.choice.reason},
+                                    {"note", b.note}});
+    btext += "  " + b.provider + ", " + b.initiator + " initiators: " + b.choice.name +
+             (b.note.empty() ? "" : "  [" + b.note + "]") + "\n    why: " + b.choice.reason + "\n";
+  }
   j["notes"] = caps.notes;
   const bool ok = o.mode == "all" ? any_ok : requested_ok;
   j["ok"] = ok;
@@ -209,6 +251,7 @@ int run_doctor(const doctor_options& o) {
     std::printf("  %-18s %-52s %s\n", verdict_name(c.result), c.what.c_str(), c.detail.c_str());
   }
   std::printf("%s\nPlacement gdaki would choose here:\n%s", text.c_str(), gpu::describe(d).c_str());
+  std::printf("\nBackend an export gets (gdaki::exported_qp, backend automatic):\n%s", btext.c_str());
   if (!caps.notes.empty()) {
     std::printf("\nProbe notes:\n");
     for (const std::string& n : caps.notes) std::printf("  %s\n", n.c_str());

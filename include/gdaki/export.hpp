@@ -1,0 +1,109 @@
+// Exporting a QP to its initiators with the backend chosen at export time: direct (the
+// initiators write WQEs and ring the doorbell), CPU-assisted (they write WQEs and the
+// doorbell record; a CPU thread rings) or proxy (they write 64-byte descriptors into a
+// ring; a CPU thread posts them as WQEs). The same device API (device/ops.hpp) runs on
+// every one; only the handle differs. `gdaki doctor` prints the choice this function
+// makes, with its reason, so what doctor says is what an export gets. Host-only.
+// docs/proxy.md "Choosing the backend".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gdaki/device/handles.hpp"
+#include "gdaki/proxy/proxy_service.hpp"
+
+namespace gdaki::verbs {
+class qp;
+}
+
+namespace gdaki {
+
+enum class backend_request : uint8_t {
+  automatic,     // the fastest backend the set-up supports (choose_backend)
+  direct,        // WQEs + doorbell from the initiators
+  cpu_assisted,  // WQEs + doorbell record from the initiators; a CPU thread rings
+  proxy,         // descriptors from the initiators; a CPU thread posts the WQEs
+};
+
+enum class initiator : uint8_t { cpu, gpu };
+
+// What an export needs to know about the set-up; gdaki doctor fills it from its probes.
+struct backend_inputs {
+  std::string provider = "soft";  // "soft", "mlx5"
+  gdaki::initiator initiator = gdaki::initiator::cpu;
+  // GPU initiators on mlx5: whether GPU stores reach the NIC's doorbell (UAR) page, i.e.
+  // cuMemHostRegister(IOMEMORY) of it works. Only a real UAR page can tell.
+  enum class uar_mapping : uint8_t { no, yes, unknown } gpu_uar = uar_mapping::unknown;
+};
+
+struct backend_choice {
+  dev::qp_backend backend = dev::qp_backend::direct;
+  dev::doorbell_mode db_mode = dev::doorbell_mode::db_store;
+  bool cpu_service = false;  // a CPU thread (doorbell or proxy service) is part of the path
+  std::string name;          // "direct", "cpu-assisted", "proxy"
+  std::string reason;        // one sentence: why this backend for these inputs
+};
+
+// The backend an export with `request` gets on the set-up `in`. Pure (tested for every
+// combination). Throws gdaki::error(not_supported) when an explicit request cannot work
+// there (e.g. direct GPU doorbells on mlx5 when the UAR page cannot be mapped), naming
+// the cause; `automatic` never throws.
+backend_choice choose_backend(const backend_inputs& in, backend_request request = backend_request::automatic);
+
+struct export_options {
+  backend_request backend = backend_request::automatic;
+  gdaki::initiator initiator = gdaki::initiator::cpu;
+  backend_inputs::uar_mapping gpu_uar = backend_inputs::uar_mapping::unknown;
+  // Proxy backend: ring of 2^log2_ring_slots descriptors, and the service's tuning.
+  uint32_t log2_ring_slots = 10;
+  proxy::proxy_options proxy = {};
+  // true: the export starts a library-owned thread for its CPU service (doorbell or proxy);
+  // false: the application calls progress() from a thread it drives (one thread can then
+  // serve many exports).
+  bool own_thread = true;
+  // The QP's scratch buffer (8 registered bytes with LOCAL_WRITE; device-api.md "Handles
+  // and buffers"): where signal adds put the old value nobody reads. 0 = none.
+  uint64_t scratch_addr = 0;
+  uint32_t scratch_lkey = 0;
+};
+
+// One exported QP and the machinery its backend needs (ring, poster, CPU service), owned
+// together so they live exactly as long as the handle. Memory the initiators touch (the
+// handle, the proxy ring) is ordinary host memory for CPU initiators and host-pinned,
+// GPU-mapped memory (cuMemHostAlloc, CUDA driver loaded at run time) for GPU initiators.
+class exported_qp {
+ public:
+  // Exports q (in any state; the data path checks state through CQEs) whose send / receive
+  // CQ handles the caller placed at send_cq / recv_cq. With the proxy backend these CQs
+  // belong to the proxy thread from now on (initiators settle through counters). Throws
+  // gdaki::error naming the QP and the cause.
+  exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_handle* recv_cq, const export_options& opt = {});
+  exported_qp(const exported_qp&) = delete;
+  exported_qp& operator=(const exported_qp&) = delete;
+  ~exported_qp();  // stops the CPU service (open waits then settle io_error / closed)
+
+  // The handle initiators post through (device/ops.hpp). With GPU initiators it lives in
+  // host-pinned memory whose device address is the same pointer (unified addressing).
+  dev::qp_handle& handle();
+  // With the proxy backend: the QP's own direct handle, which the proxy thread posts on
+  // (its counters and error latch are where WQE-level state shows). Otherwise handle().
+  dev::qp_handle& nic_handle();
+  const backend_choice& choice() const;
+
+  // One step of the CPU service on the caller's thread (own_thread == false): rings the
+  // doorbells that moved, or drains descriptors and collects completions. Returns the work
+  // done (0 = idle). With own_thread == true, or for the direct backend, returns 0.
+  size_t progress();
+
+  // Proxy backend: the service's counters (zero otherwise).
+  proxy::proxy_stats proxy_stats() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace gdaki

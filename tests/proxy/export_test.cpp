@@ -1,0 +1,272 @@
+// gdaki::choose_backend (every provider / initiator / request combination) and
+// gdaki::exported_qp on the soft NIC: each backend, with its own service thread or driven
+// by progress(), carries the device API's operations end to end (data and results checked).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gdaki/device/ops.hpp"
+#include "gdaki/error.hpp"
+#include "gdaki/export.hpp"
+#include "gdaki/verbs/cq.hpp"
+#include "gdaki/verbs/device.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "gdaki/verbs/pd.hpp"
+#include "gdaki/verbs/qp.hpp"
+
+namespace {
+
+namespace dev = gdaki::dev;
+namespace verbs = gdaki::verbs;
+using gdaki::backend_inputs;
+using gdaki::backend_request;
+using gdaki::initiator;
+using uar = backend_inputs::uar_mapping;
+
+gdaki::backend_choice choose(const char* provider, initiator who, uar u, backend_request req) {
+  backend_inputs in;
+  in.provider = provider;
+  in.initiator = who;
+  in.gpu_uar = u;
+  return gdaki::choose_backend(in, req);
+}
+
+struct expected_choice {
+  const char* provider;
+  initiator who;
+  uar u;
+  const char* name;
+  dev::qp_backend backend;
+  dev::doorbell_mode db_mode;
+  bool cpu_service;
+  const char* reason_part;
+};
+
+TEST(choose_backend, automatic_picks_the_fastest_backend_the_set_up_supports_and_says_why) {
+  using dev::doorbell_mode;
+  using dev::qp_backend;
+  const expected_choice table[] = {
+      {"soft", initiator::cpu, uar::unknown, "direct", qp_backend::direct, doorbell_mode::db_store, false, "host hook"},
+      {"soft", initiator::gpu, uar::no, "direct", qp_backend::direct, doorbell_mode::db_store, false, "engine thread polls"},
+      {"mlx5", initiator::cpu, uar::no, "direct", qp_backend::direct, doorbell_mode::db_store, false, "CPU threads store"},
+      {"mlx5", initiator::gpu, uar::yes, "direct", qp_backend::direct, doorbell_mode::db_store, false, "works"},
+      {"mlx5", initiator::gpu, uar::no, "cpu-assisted", qp_backend::direct, doorbell_mode::cpu_assisted, true, "failed"},
+      {"mlx5", initiator::gpu, uar::unknown, "cpu-assisted", qp_backend::direct, doorbell_mode::cpu_assisted, true,
+       "not known"},
+      {"libfabric", initiator::cpu, uar::unknown, "proxy", qp_backend::proxy, doorbell_mode::db_store, true,
+       "does not execute mlx5 WQEs"},
+      {"libfabric", initiator::gpu, uar::yes, "proxy", qp_backend::proxy, doorbell_mode::db_store, true, "libfabric"},
+  };
+  for (const expected_choice& e : table) {
+    SCOPED_TRACE(std::string(e.provider) + (e.who == initiator::gpu ? " gpu" : " cpu") + " uar " +
+                 std::to_string(static_cast<int>(e.u)));
+    const gdaki::backend_choice c = choose(e.provider, e.who, e.u, backend_request::automatic);
+    EXPECT_EQ(c.name, e.name);
+    EXPECT_EQ(c.backend, e.backend);
+    EXPECT_EQ(c.db_mode, e.db_mode);
+    EXPECT_EQ(c.cpu_service, e.cpu_service);
+    EXPECT_NE(c.reason.find(e.reason_part), std::string::npos) << c.reason;
+  }
+}
+
+TEST(choose_backend, explicit_requests_are_honoured_where_they_can_run) {
+  for (const char* provider : {"soft", "mlx5"}) {
+    for (initiator who : {initiator::cpu, initiator::gpu}) {
+      EXPECT_EQ(choose(provider, who, uar::unknown, backend_request::direct).name, "direct");
+      EXPECT_EQ(choose(provider, who, uar::yes, backend_request::cpu_assisted).db_mode, dev::doorbell_mode::cpu_assisted);
+      EXPECT_EQ(choose(provider, who, uar::no, backend_request::proxy).backend, dev::qp_backend::proxy);
+      EXPECT_EQ(choose(provider, who, uar::no, backend_request::proxy).reason, "requested");
+    }
+  }
+  // The soft NIC never maps a UAR: GPU doorbells on it are direct even when told "no".
+  EXPECT_EQ(choose("soft", initiator::gpu, uar::no, backend_request::direct).name, "direct");
+}
+
+void expect_refused(const char* provider, initiator who, uar u, backend_request req, const char* why_part) {
+  try {
+    (void)choose(provider, who, u, req);
+    ADD_FAILURE() << "expected not_supported for " << provider;
+  } catch (const gdaki::error& e) {
+    EXPECT_EQ(e.code(), gdaki::status::not_supported);
+    EXPECT_NE(std::string(e.what()).find(provider), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(why_part), std::string::npos) << e.what();
+  }
+}
+
+TEST(choose_backend, impossible_requests_fail_naming_the_provider_and_the_cause) {
+  expect_refused("mlx5", initiator::gpu, uar::no, backend_request::direct, "UAR");
+  expect_refused("libfabric", initiator::cpu, uar::unknown, backend_request::direct, "does not execute mlx5 WQEs");
+  expect_refused("libfabric", initiator::gpu, uar::unknown, backend_request::cpu_assisted, "use the proxy backend");
+}
+
+// One soft0 pair: A (exported, the initiator's side) -> B (the target's memory).
+struct pair_world {
+  verbs::device dev = verbs::device::open("soft0");
+  verbs::pd pd{dev};
+  verbs::cq a_scq, a_rcq, b_scq, b_rcq;
+  verbs::qp a, b;
+  dev::cq_handle a_send{}, a_recv{};
+  std::vector<uint8_t> src = std::vector<uint8_t>(4096), dst = std::vector<uint8_t>(4096);
+  alignas(8) uint64_t words[4] = {};   // remote: [0] signal, [1] fetch-add target, [2] cas target
+  alignas(8) uint64_t results[4] = {};  // local: atomic results, [3] = scratch
+  verbs::mr src_mr, dst_mr, words_mr, results_mr;
+
+  pair_world() {
+    verbs::cq_init ci;
+    ci.depth = 64;
+    a_scq = verbs::cq(dev, ci);
+    a_rcq = verbs::cq(dev, ci);
+    b_scq = verbs::cq(dev, ci);
+    b_rcq = verbs::cq(dev, ci);
+    verbs::qp_init qi;
+    qi.send_cq = &a_scq;
+    qi.recv_cq = &a_rcq;
+    qi.sq_wqebbs = 64;
+    qi.max_inline = 64;
+    a = verbs::qp(pd, qi);
+    qi.send_cq = &b_scq;
+    qi.recv_cq = &b_rcq;
+    b = verbs::qp(pd, qi);
+    verbs::connect_rc(a, b.qpn(), verbs::access::all);
+    verbs::connect_rc(b, a.qpn(), verbs::access::all);
+    a_send = a_scq.export_handle();
+    a_recv = a_rcq.export_handle();
+    src_mr = verbs::mr(pd, src.data(), src.size(), verbs::access::local_write);
+    dst_mr = verbs::mr(pd, dst.data(), dst.size(), verbs::access::all);
+    words_mr = verbs::mr(pd, words, sizeof(words), verbs::access::all);
+    results_mr = verbs::mr(pd, results, sizeof(results), verbs::access::local_write);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  }
+  gdaki::export_options options(backend_request req, bool own_thread) {
+    gdaki::export_options o;
+    o.backend = req;
+    o.own_thread = own_thread;
+    o.log2_ring_slots = 6;
+    o.scratch_addr = reinterpret_cast<uint64_t>(&results[3]);
+    o.scratch_lkey = results_mr.lkey();
+    return o;
+  }
+  dev::remote_ptr remote(const void* p, const verbs::mr& m) { return {reinterpret_cast<uint64_t>(p), m.rkey()}; }
+  dev::local_ptr local(const void* p, const verbs::mr& m) { return {reinterpret_cast<uint64_t>(p), m.lkey()}; }
+};
+
+// Waits for ticket t, driving the export's service when the test owns it.
+gdaki::status settle(gdaki::exported_qp& x, uint64_t t) {
+  for (uint64_t spins = 0; spins < 200000000; ++spins) {
+    x.progress();
+    const gdaki::status s = dev::test(x.handle(), t);
+    if (s != gdaki::status::again) return s;
+  }
+  return gdaki::status::timeout;
+}
+
+struct export_case {
+  backend_request request;
+  bool own_thread;
+  const char* name;
+  dev::qp_backend backend;
+  dev::doorbell_mode db_mode;
+};
+
+class exported_qp_on_soft : public ::testing::TestWithParam<export_case> {};
+
+TEST_P(exported_qp_on_soft, carries_put_p_signal_get_and_atomics_end_to_end) {
+  const export_case& c = GetParam();
+  pair_world w;
+  gdaki::exported_qp x(w.a, &w.a_send, &w.a_recv, w.options(c.request, c.own_thread));
+  EXPECT_EQ(x.choice().name, c.name);
+  dev::qp_handle& h = x.handle();
+  EXPECT_EQ(h.backend, c.backend);
+  EXPECT_EQ(x.nic_handle().db_mode, c.db_mode);
+  EXPECT_EQ(x.nic_handle().qpn, w.a.qpn());
+  if (c.backend == dev::qp_backend::direct) {
+    EXPECT_EQ(&x.nic_handle(), &h);
+  }
+
+  uint64_t t = 0;
+  ASSERT_EQ(dev::put(h, w.remote(w.dst.data(), w.dst_mr), w.local(w.src.data(), w.src_mr), 3000, &t), gdaki::status::ok);
+  const uint64_t value = 0x1122334455667788ull;
+  ASSERT_EQ(dev::p(h, w.remote(w.dst.data() + 3000, w.dst_mr), &value, 8, &t), gdaki::status::ok);
+  ASSERT_EQ(dev::signal(h, w.remote(&w.words[0], w.words_mr), dev::signal_op::add, 5, &t), gdaki::status::ok);
+  ASSERT_EQ(dev::atomic_fetch_add(h, w.remote(&w.words[1], w.words_mr), 9, w.local(&w.results[0], w.results_mr), &t),
+            gdaki::status::ok);
+  ASSERT_EQ(settle(x, t), gdaki::status::ok);
+  EXPECT_EQ(std::memcmp(w.dst.data(), w.src.data(), 3000), 0);
+  uint64_t landed = 0;
+  std::memcpy(&landed, w.dst.data() + 3000, 8);
+  EXPECT_EQ(landed, value);
+  EXPECT_EQ(w.words[0], 5u);
+  EXPECT_EQ(w.words[1], 9u);
+  EXPECT_EQ(w.results[0], 0u);
+
+  // Read back what the target holds, and a compare-and-swap that must succeed.
+  std::vector<uint8_t> back(3008);
+  verbs::mr back_mr(w.pd, back.data(), back.size(), verbs::access::local_write);
+  w.words[2] = 41;
+  ASSERT_EQ(dev::get(h, w.local(back.data(), back_mr), w.remote(w.dst.data(), w.dst_mr), 3008, &t), gdaki::status::ok);
+  ASSERT_EQ(dev::atomic_compare_swap(h, w.remote(&w.words[2], w.words_mr), 41, 42, w.local(&w.results[1], w.results_mr), &t),
+            gdaki::status::ok);
+  ASSERT_EQ(settle(x, t), gdaki::status::ok);
+  EXPECT_EQ(std::memcmp(back.data(), w.dst.data(), 3008), 0);
+  EXPECT_EQ(w.results[1], 41u);
+  EXPECT_EQ(w.words[2], 42u);
+  EXPECT_EQ(dev::last_error(h).syndrome, gdaki::prm::syndrome::none);
+  if (c.backend == dev::qp_backend::proxy) {
+    const gdaki::proxy::proxy_stats s = x.proxy_stats();
+    EXPECT_EQ(s.consumed, 6u);  // one descriptor per operation above
+    EXPECT_EQ(s.failed, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    backends, exported_qp_on_soft,
+    ::testing::Values(
+        export_case{backend_request::automatic, true, "direct", dev::qp_backend::direct, dev::doorbell_mode::db_store},
+        export_case{backend_request::cpu_assisted, true, "cpu-assisted", dev::qp_backend::direct,
+                    dev::doorbell_mode::cpu_assisted},
+        export_case{backend_request::cpu_assisted, false, "cpu-assisted", dev::qp_backend::direct,
+                    dev::doorbell_mode::cpu_assisted},
+        export_case{backend_request::proxy, true, "proxy", dev::qp_backend::proxy, dev::doorbell_mode::db_store},
+        export_case{backend_request::proxy, false, "proxy", dev::qp_backend::proxy, dev::doorbell_mode::db_store}),
+    [](const ::testing::TestParamInfo<export_case>& i) {
+      std::string n = i.param.name;
+      for (char& ch : n) {
+        if (ch == '-') ch = '_';
+      }
+      return n + (i.param.own_thread ? "_own_thread" : "_driven_by_progress");
+    });
+
+TEST(exported_qp, gpu_initiators_without_the_cuda_driver_fail_naming_the_cause) {
+  // No libcuda here (or GDAKI_LIBCUDA pointing nowhere): host-pinned memory is impossible.
+  setenv("GDAKI_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  pair_world w;
+  gdaki::export_options o = w.options(backend_request::automatic, true);
+  o.initiator = initiator::gpu;
+  try {
+    gdaki::exported_qp x(w.a, &w.a_send, &w.a_recv, o);
+    GTEST_SKIP() << "a CUDA driver is loaded in this process; the missing-driver path cannot be shown";
+  } catch (const gdaki::error& e) {
+    EXPECT_EQ(e.code(), gdaki::status::not_supported);
+    EXPECT_NE(std::string(e.what()).find("host-pinned memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qp"), std::string::npos) << e.what();
+  }
+}
+
+TEST(exported_qp, a_ring_size_out_of_range_is_refused_naming_it) {
+  pair_world w;
+  gdaki::export_options o = w.options(backend_request::proxy, false);
+  o.log2_ring_slots = 30;
+  try {
+    gdaki::exported_qp x(w.a, &w.a_send, &w.a_recv, o);
+    ADD_FAILURE() << "expected invalid";
+  } catch (const gdaki::error& e) {
+    EXPECT_EQ(e.code(), gdaki::status::invalid);
+    EXPECT_NE(std::string(e.what()).find("log2_ring_slots 30"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
