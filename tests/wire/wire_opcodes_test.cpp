@@ -1,6 +1,8 @@
 // Every opcode between two processes on one host, over the shared-memory wire and over
-// TCP: the data placed (read back over the wire and checked by the target process) and
-// every field of the requester and responder CQEs.
+// TCP, and between two "hosts" (network namespaces joined by a veth pair): the data placed
+// (read back over the wire and checked by the target process) and every field of the
+// requester and responder CQEs.
+#include "netns.hpp"
 #include "wire_fixture.hpp"
 
 using namespace wire_test;
@@ -13,13 +15,29 @@ constexpr uint32_t recv_bytes = 64 * 1024;
 
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 13 + 7); }
 
+// Where each side lives: one host (loopback), or two network namespaces.
+struct placement {
+  const char* wire = "tcp";
+  std::string initiator_ip = "127.0.0.1";  // the initiator's wire listens here; OOB server too
+  std::string target_ip = "127.0.0.1";     // the target's wire listens here
+  std::string target_netns;                // the target process enters it first ("" = stay)
+};
+
+void listen_on(const std::string& ip) {
+  gdaki::soft::config c = gdaki::soft::get_config();
+  c.listen_addr = ip;
+  gdaki::soft::set_config(c);
+}
+
 // The target process: posts three receive WQEs, connects, then checks the responder CQEs
 // and the received bytes when told to, and reports "ok" or what was wrong.
-int target_main(uint16_t port, const char* wire) {
-  use_wire(wire);
+int target_main(uint16_t port, const placement& where) {
+  if (!where.target_netns.empty() && !netns::enter(where.target_netns)) return 4;
+  use_wire(where.wire);
+  listen_on(where.target_ip);
   side t(target_bytes + 3 * recv_bytes);
   uint8_t* rb = t.buf.data() + target_bytes;
-  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  oob::tcp_exchange x = oob::tcp_exchange::connect(where.initiator_ip, port);
   const setup_blob peer = from_bytes(x.recv());
   t.connect(peer, peer.token);
   for (int i = 0; i < 3; ++i) {
@@ -65,11 +83,12 @@ int target_main(uint16_t port, const char* wire) {
   return 0;
 }
 
-void run_every_opcode(const char* wire) {
-  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
-  const pid_t child = fork_peer(srv.port(), [wire](uint16_t port) { return target_main(port, wire); });
+void run_every_opcode(const placement& where) {
+  oob::tcp_exchange srv = oob::tcp_exchange::listen(where.initiator_ip);
+  const pid_t child = fork_peer(srv.port(), [&where](uint16_t port) { return target_main(port, where); });
   ASSERT_GT(child, 0);
-  use_wire(wire);
+  use_wire(where.wire);
+  listen_on(where.initiator_ip);
   {
     side s(4u << 20);
     for (size_t i = 0; i < s.buf.size(); ++i) s.buf[i] = pattern(i);
@@ -191,8 +210,36 @@ void run_every_opcode(const char* wire) {
   EXPECT_EQ(reap(child), 0);
 }
 
-TEST(wire_tcp, every_opcode_between_two_processes_places_data_and_completes) { run_every_opcode("tcp"); }
+placement on_one_host(const char* wire) {
+  placement p;
+  p.wire = wire;
+  return p;
+}
 
-TEST(wire_shm, every_opcode_between_two_processes_places_data_and_completes) { run_every_opcode("shm"); }
+TEST(wire_tcp, every_opcode_between_two_processes_places_data_and_completes) { run_every_opcode(on_one_host("tcp")); }
+
+TEST(wire_shm, every_opcode_between_two_processes_places_data_and_completes) { run_every_opcode(on_one_host("shm")); }
+
+// Two hosts: namespaces h1 (initiator, this process) and h2 (target) joined by a veth
+// pair, nothing else between them. Over TCP; then with the automatic wire choice, which
+// must notice that the peer's same-host socket is not reachable (abstract unix sockets are
+// per network namespace) and fall back to TCP.
+void run_across_namespaces(const char* wire) {
+  netns::veth_pair pair;
+  std::string why;
+  if (!pair.create(&why)) GTEST_SKIP() << "two network namespaces joined by a veth pair: " << why;
+  netns::scoped_enter in_h1(pair.ns1);
+  ASSERT_TRUE(in_h1.ok()) << "entering " << pair.ns1;
+  placement where;
+  where.wire = wire;
+  where.initiator_ip = pair.ip1;
+  where.target_ip = pair.ip2;
+  where.target_netns = pair.ns2;
+  run_every_opcode(where);
+}
+
+TEST(wire_netns, every_opcode_between_two_namespaces_joined_by_veth_over_tcp) { run_across_namespaces("tcp"); }
+
+TEST(wire_netns, the_automatic_wire_falls_back_to_tcp_across_namespaces) { run_across_namespaces("auto"); }
 
 }  // namespace
