@@ -30,6 +30,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "bench_common.hpp"
 
 using namespace gdaki;
 namespace d = gdaki::dev;
@@ -46,12 +47,10 @@ const char* name_of(mode m) {
   return "?";
 }
 
-struct options {
+struct options : gdaki_bench::common_options {
   uint64_t puts = 200'000;  // per thread per run
-  uint32_t runs = 3;
   uint32_t max_threads = 4;
   uint32_t window = 32;  // puts in flight per thread (SQ and ring depth are 4x this)
-  bool json = false;
 };
 
 // One initiator's QP pair and buffers. Members are destroyed in reverse order.
@@ -179,41 +178,19 @@ double run_once(const options& o, mode m, uint32_t threads) {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-bool parse(int argc, char** argv, options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&](uint64_t* v) {
-      if (i + 1 >= argc) return false;
-      *v = std::strtoull(argv[++i], nullptr, 10);
-      return true;
-    };
-    uint64_t v = 0;
-    if (a == "--json") {
-      o->json = true;
-    } else if (a == "--puts" && next(&v)) {
-      o->puts = v;
-    } else if (a == "--runs" && next(&v)) {
-      o->runs = static_cast<uint32_t>(v);
-    } else if (a == "--max-threads" && next(&v)) {
-      o->max_threads = static_cast<uint32_t>(v);
-    } else if (a == "--window" && next(&v)) {
-      o->window = static_cast<uint32_t>(v);
-    } else {
-      std::fprintf(stderr, "usage: %s [--puts N] [--runs R] [--max-threads T] [--window W] [--json]\n", argv[0]);
-      return false;
-    }
-  }
-  return o->puts > 0 && o->runs > 0 && o->max_threads > 0 && o->window > 0 && o->window <= 64;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, &o)) return 2;
-  std::vector<uint32_t> counts;
-  for (uint32_t t = 1; t <= o.max_threads; t *= 2) counts.push_back(t);
-  if (counts.back() != o.max_threads) counts.push_back(o.max_threads);
+  CLI::App app{"8-byte put rate on soft0: direct vs CPU-assisted doorbells vs proxy backend"};
+  gdaki_bench::add_common_options(app, o);
+  app.add_option("--puts", o.puts, "Puts per thread per run")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-threads", o.max_threads, "Initiator threads, doubling from 1")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  app.add_option("--window", o.window, "Puts in flight per thread")->check(CLI::Range(1u, 64u))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const std::vector<uint32_t> counts = gdaki_bench::doubling_counts(o.max_threads);
   if (o.json) {
     std::printf("{\"benchmark\":\"proxy_put_rate\",\"bytes\":8,\"puts_per_thread\":%llu,\"window\":%u,\"runs\":%u,"
                 "\"hardware_threads\":%u,\"results\":[",
@@ -228,14 +205,13 @@ int main(int argc, char** argv) {
     for (uint32_t threads : counts) {
       std::vector<double> rates;
       for (uint32_t r = 0; r < o.runs; ++r) rates.push_back(static_cast<double>(o.puts * threads) / run_once(o, m, threads));
-      std::sort(rates.begin(), rates.end());
-      const double median = rates[rates.size() / 2];
+      const gdaki_bench::run_stats st = gdaki_bench::summarize(rates);
       if (o.json) {
         std::printf("%s{\"mode\":\"%s\",\"threads\":%u,\"puts_per_second_median\":%.0f,\"min\":%.0f,\"max\":%.0f}",
-                    first ? "" : ",", name_of(m), threads, median, rates.front(), rates.back());
+                    first ? "" : ",", name_of(m), threads, st.median, st.min, st.max);
       } else {
-        std::printf("%-13s %8u %14.3f %12.3f %12.3f\n", name_of(m), threads, median / 1e6, rates.front() / 1e6,
-                    rates.back() / 1e6);
+        std::printf("%-13s %8u %14.3f %12.3f %12.3f\n", name_of(m), threads, st.median / 1e6, st.min / 1e6,
+                    st.max / 1e6);
       }
       first = false;
       std::fflush(stdout);

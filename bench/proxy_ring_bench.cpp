@@ -16,6 +16,7 @@
 #include "gdaki/device/arch.hpp"
 #include "gdaki/proxy/host_ring.hpp"
 #include "gdaki/proxy/proxy_service.hpp"
+#include "bench_common.hpp"
 
 using namespace gdaki;
 using namespace gdaki::proxy;
@@ -43,12 +44,10 @@ class null_poster final : public poster {
   std::deque<completion> done_;
 };
 
-struct options {
+struct options : gdaki_bench::common_options {
   uint64_t count = 4'000'000;
-  uint32_t runs = 3;
   uint32_t max_producers = 8;
   uint32_t log2_slots = 10;
-  bool json = false;
 };
 
 // One run: seconds to push and drain `count` descriptors with `producers` threads.
@@ -80,42 +79,21 @@ double run_once(const options& o, uint32_t producers) {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-bool parse(int argc, char** argv, options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&](uint64_t* v) {
-      if (i + 1 >= argc) return false;
-      *v = std::strtoull(argv[++i], nullptr, 10);
-      return true;
-    };
-    uint64_t v = 0;
-    if (a == "--json") {
-      o->json = true;
-    } else if (a == "--count" && next(&v)) {
-      o->count = v;
-    } else if (a == "--runs" && next(&v)) {
-      o->runs = static_cast<uint32_t>(v);
-    } else if (a == "--max-producers" && next(&v)) {
-      o->max_producers = static_cast<uint32_t>(v);
-    } else if (a == "--log2-slots" && next(&v)) {
-      o->log2_slots = static_cast<uint32_t>(v);
-    } else {
-      std::fprintf(stderr, "usage: %s [--count N] [--runs R] [--max-producers P] [--log2-slots K] [--json]\n",
-                   argv[0]);
-      return false;
-    }
-  }
-  return o->count > 0 && o->runs > 0 && o->max_producers > 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, &o)) return 2;
-  std::vector<uint32_t> counts;
-  for (uint32_t p = 1; p <= o.max_producers; p *= 2) counts.push_back(p);
-  if (counts.back() != o.max_producers) counts.push_back(o.max_producers);
+  CLI::App app{"Descriptors per second through the proxy ring (a null poster completes everything at once)"};
+  gdaki_bench::add_common_options(app, o);
+  app.add_option("--count", o.count, "Descriptors per run")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-producers", o.max_producers, "Producer threads, doubling from 1")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  app.add_option("--log2-slots", o.log2_slots, "Ring slots, as a power of two")
+      ->check(CLI::Range(gdaki::proxy::ring_min_log2, gdaki::proxy::ring_max_log2))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const std::vector<uint32_t> counts = gdaki_bench::doubling_counts(o.max_producers);
 
   if (o.json) {
     std::printf("{\"benchmark\":\"proxy_ring\",\"slots\":%u,\"descriptors_per_run\":%llu,\"runs\":%u,"
@@ -135,13 +113,12 @@ int main(int argc, char** argv) {
       const double s = run_once(o, producers);
       rates.push_back(static_cast<double>(o.count / producers * producers) / s);
     }
-    std::sort(rates.begin(), rates.end());
-    const double median = rates[rates.size() / 2];
+    const gdaki_bench::run_stats st = gdaki_bench::summarize(rates);
     if (o.json) {
       std::printf("%s{\"producers\":%u,\"descriptors_per_second_median\":%.0f,\"min\":%.0f,\"max\":%.0f}",
-                  k ? "," : "", producers, median, rates.front(), rates.back());
+                  k ? "," : "", producers, st.median, st.min, st.max);
     } else {
-      std::printf("%10u %16.2f %16.2f %16.2f\n", producers, median / 1e6, rates.front() / 1e6, rates.back() / 1e6);
+      std::printf("%10u %16.2f %16.2f %16.2f\n", producers, st.median / 1e6, st.min / 1e6, st.max / 1e6);
     }
     std::fflush(stdout);
   }

@@ -24,12 +24,13 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "bench_common.hpp"
 
 namespace {
 
 namespace dev = gdaki::dev;
 namespace verbs = gdaki::verbs;
-using clk = std::chrono::steady_clock;
+using clk = gdaki_bench::clock;
 
 constexpr size_t sizes[] = {64 * 1024, 1u << 20};
 constexpr size_t buf_bytes = 1u << 20;
@@ -98,10 +99,7 @@ blob blob_of(const std::vector<uint8_t>& v) {
   return b;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(const std::vector<double>& v) { return gdaki_bench::summarize(v).median; }
 
 // GB/s of `count` WRITEs of `size` bytes, each signaled and waited for in batches of 16.
 double write_run(node& n, const blob& t, size_t size, size_t count) {
@@ -125,7 +123,7 @@ double write_run(node& n, const blob& t, size_t size, size_t count) {
     }
     done += batch;
   }
-  return static_cast<double>(size * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9;
+  return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
 }
 
 void wire_bench(const char* wire, int runs, size_t bytes_per_run, double out[2]) {
@@ -176,7 +174,7 @@ void memcpy_bench(int runs, size_t bytes_per_run, double out[2]) {
         std::memcpy(b.data(), a.data(), sizes[si]);
         asm volatile("" : : "r"(b.data()) : "memory");  // keep every copy
       }
-      r.push_back(static_cast<double>(sizes[si] * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+      r.push_back(static_cast<double>(sizes[si] * count) / gdaki_bench::seconds_since(t0) / 1e9);
     }
     out[si] = median(r);
   }
@@ -228,7 +226,7 @@ void tcp_bench(int runs, size_t bytes_per_run, double out[2]) {
       }
       char ack = 0;
       (void)!::recv(fd, &ack, 1, MSG_WAITALL);
-      r.push_back(static_cast<double>(size * count) / std::chrono::duration<double>(clk::now() - t0).count() / 1e9);
+      r.push_back(static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9);
       ::close(fd);
       ::close(l);
       int st = 0;
@@ -241,19 +239,14 @@ void tcp_bench(int runs, size_t bytes_per_run, double out[2]) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 3;
+  gdaki_bench::common_options o;
   size_t mib = 512;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--mib-per-run" && i + 1 < argc) mib = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
-    else if (a == "--json") json = true;
-    else {
-      std::fprintf(stderr, "usage: wire_bw [--runs N] [--mib-per-run M] [--json]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"WRITE bandwidth between two processes over the shm and TCP wires, with memcpy and raw TCP"};
+  gdaki_bench::add_common_options(app, o);
+  app.add_option("--mib-per-run", mib, "MiB written per run and size")->check(CLI::Range(1, 65536))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const int runs = static_cast<int>(o.runs);
+  const bool json = o.json;
   const size_t bytes = mib << 20;
   double shm[2] = {}, tcp[2] = {}, mc[2] = {}, raw[2] = {};
   memcpy_bench(runs, bytes, mc);
