@@ -68,6 +68,9 @@ struct cuda_driver_api {
   cu::result (*mem_host_unregister)(void* ptr);
   cu::result (*mem_host_get_device_pointer)(cu::deviceptr* dptr, void* ptr, unsigned flags);
   cu::result (*pointer_get_attribute)(void* data, int attribute, cu::deviceptr ptr);
+  // cuMemsetD8_v2: initialises GPU-resident CQ rings (every op_own to 0xF1) without a CPU
+  // store into GPU memory.
+  cu::result (*memset_d8)(cu::deviceptr ptr, unsigned char value, size_t count);
   // Optional: CUDA 11.7+ drivers. Null means GPU memory cannot be exported as a dma-buf.
   cu::result (*mem_get_handle_for_address_range)(void* handle, cu::deviceptr ptr, size_t bytes,
                                                   int handle_type, unsigned long long flags);

@@ -4,22 +4,18 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "mlx5_devices.hpp"
 #include "mlx5_loader.hpp"
+#include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
+#include "mlx5_prm_cmd.hpp"
 #include "mlx5_translate.hpp"
 
 namespace gdaki::mlx5 {
 
 namespace {
-
-struct device_obj : provider_object {
-  std::string name;
-  const ibverbs_api* ibv = nullptr;
-  ibv_context* ctx = nullptr;
-  bool devx = false;  // opened with MLX5DV_CONTEXT_FLAGS_DEVX: DEVX objects and umems work
-};
 
 // Loads both libraries, or says which is missing.
 status need_rdma_core(const ibverbs_api** ibv, const mlx5dv_api** dv, std::string* why) {
@@ -38,6 +34,20 @@ status need_rdma_core(const ibverbs_api** ibv, const mlx5dv_api** dv, std::strin
 }
 
 }  // namespace
+
+status query_atomic_caps(device_obj* d, prm_cmd::atomic_caps* out) {
+  const auto in = prm_cmd::build_query_hca_cap(prm_cmd::cap_type::atomic);
+  std::vector<uint8_t> outbuf(prm_cmd::size::query_hca_cap_out, 0);
+  const int rc = d->dv->devx_general_cmd(d->ctx, in.data(), in.size(), outbuf.data(), outbuf.size());
+  std::string why;
+  if (status s = check_cmd(prm_cmd::op::query_hca_cap, rc, outbuf.data(), outbuf.size(), "mlx5dv_devx_general_cmd",
+                           &why);
+      s != status::ok) {
+    return s;
+  }
+  *out = prm_cmd::parse_atomic_caps(outbuf);
+  return status::ok;
+}
 
 std::string unavailable_reason() {
   const rdma_device_scan scan = scan_devices();
@@ -79,6 +89,7 @@ status open_device(std::string_view name, provider_object** out, std::string* wh
   d->ops = &ops;
   d->name = std::string(name);
   d->ibv = ibv;
+  d->dv = dv;
   // DEVX is what lets rings live in caller-chosen (GPU or host-pinned) memory; without it
   // (older kernels, some containers) the device still opens for queries.
   mlx5dv_context_attr ca{};
@@ -98,9 +109,22 @@ status open_device(std::string_view name, provider_object** out, std::string* wh
 
 status close_device(provider_object* dev) {
   auto* d = static_cast<device_obj*>(dev);
+  if (d->cq_uar != nullptr) d->dv->devx_free_uar(d->cq_uar);
   if (d->ctx != nullptr) d->ibv->close_device(d->ctx);
   delete d;
   return status::ok;
+}
+
+provider_object* make_device_for_test(std::string_view name, const ibverbs_api* ibv, const mlx5dv_api* dv,
+                                      ibv_context* ctx, bool devx) {
+  auto* d = new device_obj;
+  d->ops = &ops;
+  d->name = std::string(name);
+  d->ibv = ibv;
+  d->dv = dv;
+  d->ctx = ctx;
+  d->devx = devx;
+  return d;
 }
 
 status query_device(provider_object* dev, verbs::device_attr* out, std::string* why) {
@@ -130,7 +154,16 @@ status query_device(provider_object* dev, verbs::device_attr* out, std::string* 
   out->max_qp_dest_rd_atom = static_cast<uint32_t>(a.max_qp_rd_atom);  // as responder
   // [unverified] IBV_ATOMIC_HCA is how mlx5 reports host-endian atomics (mlx5-datapath.md 6.4).
   out->atomic_host_endian = a.atomic_cap == IBV_ATOMIC_HCA;
-  out->masked_atomics = false;  // not probed yet (needs the DEVX HCA caps query)
+  out->masked_atomics = false;
+  // With DEVX, the atomic HCA caps say it exactly: the 8-byte response endianness mode and
+  // whether masked compare-swap / fetch-add exist for 8-byte operands on RC QPs.
+  if (d->devx) {
+    prm_cmd::atomic_caps ac;
+    if (query_atomic_caps(d, &ac) == status::ok) {
+      out->atomic_host_endian = ac.req_8B_endianness_mode == 1;
+      out->masked_atomics = ac.masked_cmp_swap && ac.masked_fetch_add && (ac.atomic_size_qp & 8u) != 0;
+    }
+  }
   return status::ok;
 }
 

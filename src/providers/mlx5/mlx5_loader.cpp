@@ -58,6 +58,8 @@ status load_ibverbs(ibverbs_api& out, std::string& message) {
   resolve(spec, lib, api.modify_qp, "ibv_modify_qp", req, core, ibverbs_1_1);
   resolve(spec, lib, api.query_qp, "ibv_query_qp", req, core, ibverbs_1_1);
   resolve(spec, lib, api.destroy_qp, "ibv_destroy_qp", req, core, ibverbs_1_1);
+  resolve(spec, lib, api.create_ah, "ibv_create_ah", req, core, ibverbs_1_1);
+  resolve(spec, lib, api.destroy_ah, "ibv_destroy_ah", req, core, ibverbs_1_1);
   if (!req.empty()) {
     message = join_failure(spec, req);
     return status::not_supported;

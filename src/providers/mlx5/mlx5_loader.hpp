@@ -39,6 +39,10 @@ struct ibverbs_api {
   decltype(&::ibv_modify_qp) modify_qp;
   decltype(&::ibv_query_qp) query_qp;
   decltype(&::ibv_destroy_qp) destroy_qp;
+  // An address handle resolves a RoCE peer's MAC address (read back through
+  // mlx5dv_init_obj), which a DEVX QP's address path needs and the kernel does not fill in.
+  decltype(&::ibv_create_ah) create_ah;
+  decltype(&::ibv_destroy_ah) destroy_ah;
   // Optional, null when absent: rdma-core 34+ (IBVERBS_1.12) for GPU memory through
   // dma-buf; rdma-core 33+ (IBVERBS_1.11) for GID types.
   decltype(&::ibv_reg_dmabuf_mr) reg_dmabuf_mr;

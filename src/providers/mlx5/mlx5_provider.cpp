@@ -1,25 +1,9 @@
 // The mlx5 provider: its one const ops table. Registered by src/verbs/builtin_providers.cpp.
-// Implemented so far: device listing, open, device and port queries. PDs, MRs, CQs and QPs
-// answer not_supported with a sentence saying so (docs/mlx5.md, "What is implemented").
+// Devices (list, open, query), PDs and MRs through libibverbs, CQs and RC QPs as DEVX
+// objects with their export to the data path (docs/mlx5.md, "What is implemented").
 #include "mlx5_ops.hpp"
 
 namespace gdaki::mlx5 {
-
-namespace {
-
-constexpr const char* not_yet = "the mlx5 provider does not implement this yet (see docs/mlx5.md)";
-
-status alloc_pd(provider_object*, provider_object**, uint32_t*, std::string* why) {
-  *why = not_yet;
-  return status::not_supported;
-}
-status create_cq(provider_object*, const verbs::cq_init&, provider_object**, uint32_t*, uint32_t*,
-                 std::string* why) {
-  *why = not_yet;
-  return status::not_supported;
-}
-
-}  // namespace
 
 // const, not constexpr: under UBSan the null checks on function pointers in with_defaults
 // cannot be constant-folded (the soft provider does the same).
@@ -31,7 +15,18 @@ const verbs::provider_ops ops = verbs::with_defaults({
     .query_device = query_device,
     .query_port = query_port,
     .alloc_pd = alloc_pd,
+    .dealloc_pd = dealloc_pd,
+    .reg_mr = reg_mr,
+    .dereg_mr = dereg_mr,
     .create_cq = create_cq,
+    .destroy_cq = destroy_cq,
+    .export_cq = export_cq,
+    .cq_in_error = cq_in_error,
+    .create_qp = create_qp,
+    .modify_qp = modify_qp,
+    .query_qp = query_qp,
+    .destroy_qp = destroy_qp,
+    .export_qp = export_qp,
 });
 
 const verbs::provider_ops* provider_table() { return &ops; }
