@@ -318,6 +318,8 @@ command_fn add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"soft", "mlx5"}))
       ->capture_default_str();
   sub->add_option("-d,--device", o.device, "Device (default: the provider's first)");
+  sub->add_option("-x,--gid-index", o.gid_index, "RoCE: source GID index, as perftest -x (see show_gids)")
+      ->capture_default_str();
   sub->add_option("--wire", o.wire, "Soft NIC wire: inproc (loopback), shm or tcp (across processes)")
       ->check(CLI::IsMember({"inproc", "shm", "tcp"}))
       ->capture_default_str();

@@ -3,6 +3,7 @@
 // runs from the moment the last thread is ready to the moment the last one's quiet
 // returns. Latency tests: one pair, A = ping (timed per round trip), B = pong.
 #include "bench_loopback.hpp"
+#include "bench_path.hpp"
 
 #include <algorithm>
 #include <array>
@@ -165,6 +166,11 @@ struct loopback::state {
   // processes.
   remote_ptr to_b_dst{}, to_b_src{}, to_b_aux{}, to_a_dst{};
 
+  // Hardware providers: the RTR path (bench_path.hpp); the soft NIC needs none.
+  bool hardware() const { return opt.provider != "soft"; }
+  port_address own_port() const { return address_of(dev.query_port(1)); }
+  verbs::qp_attr path(const port_address& peer) const { return path_to(peer, 1, opt.gid_index); }
+
   bool has_a() const { return role != endpoint_role::server; }
   bool has_b() const { return role != endpoint_role::client; }
   bool is_send() const { return kind == test_kind::send_bw || kind == test_kind::send_lat; }
@@ -311,8 +317,10 @@ loopback::loopback(const options& opt, test_kind kind, uint64_t max_bytes, endpo
     if (s.has_a()) s.make_side(p->a, depth, max_inline);
     if (s.has_b()) s.make_side(p->b, depth, max_inline);
     if (role == endpoint_role::both) {
-      verbs::connect_rc(p->a.qp, p->b.qp.qpn(), verbs::access::all);
-      verbs::connect_rc(p->b.qp, p->a.qp.qpn(), verbs::access::all);
+      // Loopback: both QPs sit behind the same port.
+      const verbs::qp_attr attr = s.hardware() ? s.path(s.own_port()) : verbs::qp_attr{};
+      verbs::connect_rc(p->a.qp, p->b.qp.qpn(), verbs::access::all, attr);
+      verbs::connect_rc(p->b.qp, p->a.qp.qpn(), verbs::access::all, attr);
       s.export_side(p->a, i);
       s.export_side(p->b, i);
       if (s.is_send()) {
@@ -330,11 +338,22 @@ const std::string& loopback::device_name() const { return s_->dev_name; }
 
 uint32_t loopback::inline_size() const { return s_->inline_size; }
 
-#ifdef GDAKI_HAVE_SOFT_WIRE
 nlohmann::json loopback::local_info() const {
   const state& s = *s_;
-  const std::array<uint8_t, 16> addr = soft::local_address(s.dev);
-  nlohmann::json j = {{"address", to_hex(addr.data(), addr.size())}, {"qpns", nlohmann::json::array()}};
+  nlohmann::json j = {{"qpns", nlohmann::json::array()}};
+  if (s.hardware()) {
+    const port_address p = s.own_port();
+    j["lid"] = p.lid;
+    j["gid"] = to_hex(p.gid, sizeof(p.gid));
+    j["ethernet"] = p.ethernet;
+  } else {
+#ifdef GDAKI_HAVE_SOFT_WIRE
+    const std::array<uint8_t, 16> addr = soft::local_address(s.dev);
+    j["address"] = to_hex(addr.data(), addr.size());
+#else
+    throw std::runtime_error("cross-process mode on the soft NIC needs its wire: not available in this build");
+#endif
+  }
   for (const auto& p : s.pairs) j["qpns"].push_back(s.has_a() ? p->a.qp.qpn() : p->b.qp.qpn());
   if (s.has_b()) {
     j["dst"] = ptr_json(s.b_dst.remote());
@@ -349,9 +368,24 @@ nlohmann::json loopback::local_info() const {
 void loopback::connect_remote(const nlohmann::json& peer, const std::string& token_hex) {
   state& s = *s_;
   verbs::qp_attr attr;
-  attr.av.is_global = true;
-  if (!from_hex(peer.at("address").get<std::string>(), attr.av.dgid, 16) || !from_hex(token_hex, attr.av.token, 16)) {
-    throw std::runtime_error("rendezvous: malformed wire address or token from the peer");
+  if (s.hardware()) {
+    port_address p;
+    p.lid = peer.at("lid").get<uint16_t>();
+    p.ethernet = peer.at("ethernet").get<bool>();
+    if (!from_hex(peer.at("gid").get<std::string>(), p.gid, 16)) {
+      throw std::runtime_error("rendezvous: malformed GID from the peer");
+    }
+    if (p.ethernet != s.own_port().ethernet) {
+      throw std::runtime_error("rendezvous: the peer's port is " + std::string(p.ethernet ? "RoCE" : "InfiniBand") +
+                               ", ours is not: the two ports cannot reach each other");
+    }
+    attr = s.path(p);
+  } else {
+    attr.av.is_global = true;
+    if (!from_hex(peer.at("address").get<std::string>(), attr.av.dgid, 16) ||
+        !from_hex(token_hex, attr.av.token, 16)) {
+      throw std::runtime_error("rendezvous: malformed wire address or token from the peer");
+    }
   }
   const auto& qpns = peer.at("qpns");
   if (qpns.size() != s.pairs.size()) throw std::runtime_error("rendezvous: the peer has a different number of QPs");
@@ -369,15 +403,6 @@ void loopback::connect_remote(const nlohmann::json& peer, const std::string& tok
     if (s.is_send()) s.fill_rq(sd, s.has_a() ? s.a_dst : s.b_dst);
   }
 }
-
-#else
-nlohmann::json loopback::local_info() const {
-  throw std::runtime_error("cross-process mode needs the soft NIC wire: not available in this build");
-}
-void loopback::connect_remote(const nlohmann::json&, const std::string&) {
-  throw std::runtime_error("cross-process mode needs the soft NIC wire: not available in this build");
-}
-#endif
 
 void loopback::prepare_size(uint64_t bytes) {
   state& s = *s_;

@@ -42,6 +42,7 @@ struct options {
   uint32_t tx_depth = 512;              // SQ depth in WQEBBs (perftest -t)
   std::string provider = "soft";
   std::string device;                   // default: the provider's first device
+  uint8_t gid_index = 0;                // RoCE: source GID index (perftest -x)
   std::string wire = "inproc";          // inproc (loopback), shm, tcp
   std::string server_host;              // -c HOST: client mode
   bool server = false;                  // --server: wait for a client
