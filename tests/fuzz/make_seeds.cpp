@@ -1,8 +1,9 @@
 // Writes the seed corpora of the fuzzers (tests/fuzz/corpus/<fuzzer>/): valid inputs
-// built with the data path's own WQE builders (gdaki/device/wqe.hpp) and descriptor
-// builders (gdaki/proxy/descriptor.hpp), so the fuzzers start from what real producers
-// write. Run once by hand when a format changes; the output is committed:
-//   clang++ -std=c++20 -Iinclude -Itests/fuzz tests/fuzz/make_seeds.cpp -o /tmp/make_seeds
+// built with the data path's own WQE builders (gdaki/device/wqe.hpp), descriptor
+// builders (gdaki/proxy/descriptor.hpp) and the wire's frame structs (wire_proto.hpp), so
+// the fuzzers start from what real producers write. Run once by hand when a format
+// changes; the output is committed:
+//   clang++ -std=c++20 -Iinclude -Isrc -Itests/fuzz tests/fuzz/make_seeds.cpp -o /tmp/make_seeds
 //   /tmp/make_seeds tests/fuzz/corpus
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "gdaki/device/wqe.hpp"
 #include "gdaki/proxy/descriptor.hpp"
+#include "providers/soft/wire/wire_proto.hpp"
 #include "wqe_fuzz_input.hpp"
 
 namespace {
@@ -141,6 +143,160 @@ void descriptor_seeds(const std::string& dir) {
   write_file(dir + "/mixed_with_torn", mixed);
 }
 
+// ---- wire frames (wire_frame_fuzzer.cpp: byte 0, then the stream) ----------------------
+
+namespace wire = gdaki::soft::wire;
+using prm::send_opcode;
+
+template <class T>
+void put(std::vector<uint8_t>& out, const T& v) {
+  const auto* b = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), b, b + sizeof(T));
+}
+
+wire::frame_hdr frame(wire::ftype t, uint32_t len, uint32_t seq, uint32_t src = 0x10, uint32_t dst = 0x20) {
+  wire::frame_hdr h{};
+  h.magic = wire::frame_magic;
+  h.version = wire::frame_version;
+  h.type = static_cast<uint8_t>(t);
+  h.length = len;
+  h.src_qpn = src;
+  h.dst_qpn = dst;
+  h.seq = seq;
+  return h;
+}
+
+void hello_bind(std::vector<uint8_t>& out, uint32_t src = 0x10, uint32_t dst = 0x20) {
+  put(out, frame(wire::ftype::hello, sizeof(wire::hello_body), 0, 0, 0));
+  put(out, wire::hello_body{1234, 1});
+  put(out, frame(wire::ftype::bind, sizeof(wire::bind_body), 1, src, dst));
+  wire::bind_body b{};
+  for (int i = 0; i < 16; ++i) b.token[i] = static_cast<uint8_t>(0xa0 + i);
+  put(out, b);
+}
+
+// One request as endpoint::execute builds it: opcode, message length, atomic size, and
+// with cma an iov list of `pieces` entries instead of the payload.
+void request(std::vector<uint8_t>& out, send_opcode op, uint64_t len, uint32_t atomic_size, uint32_t seq, uint32_t pieces = 0) {
+  const auto o = static_cast<uint8_t>(op);
+  const bool payload = op == send_opcode::rdma_write || op == send_opcode::rdma_write_imm || op == send_opcode::send ||
+                       op == send_opcode::send_imm;
+  wire::request_body b{};
+  b.raddr = 0x7f0000001000ull;
+  b.rkey = 0x1234;
+  b.imm_raw = 0x55667788;
+  b.msg_len = atomic_size != 0 ? 0 : len;
+  b.atomic_size = atomic_size;
+  b.swap_add = 5;
+  b.compare = 7;
+  b.swap_mask = ~0ull;
+  b.compare_mask = ~0ull;
+  b.n_iov = pieces;
+  uint32_t body = sizeof(b) + pieces * static_cast<uint32_t>(sizeof(wire::iov_entry));
+  if (pieces == 0 && payload) body += static_cast<uint32_t>(len);
+  wire::frame_hdr h = frame(wire::ftype::request, body, seq);
+  h.opcode = o;
+  h.fm_ce_se = prm::ctrl_flags::cq_update;
+  if (pieces != 0) h.flags = wire::fflag::cma;
+  put(out, h);
+  put(out, b);
+  uint64_t left = len;
+  for (uint32_t i = 0; i < pieces; ++i) {
+    const uint64_t l = i + 1 == pieces ? left : len / pieces;
+    put(out, wire::iov_entry{0x7f0000100000ull + i * 0x10000ull, l});
+    left -= l;
+  }
+  if (pieces == 0 && payload) {
+    for (uint64_t i = 0; i < len; ++i) out.push_back(static_cast<uint8_t>(i));
+  }
+}
+
+void wire_seeds(const std::string& dir) {
+  {
+    std::vector<uint8_t> s = {0};
+    put(s, frame(wire::ftype::hello, sizeof(wire::hello_body), 0, 0, 0));
+    put(s, wire::hello_body{1234, 0});
+    write_file(dir + "/hello", s);
+  }
+  {
+    std::vector<uint8_t> s = {0};
+    hello_bind(s);
+    write_file(dir + "/hello_bind", s);
+  }
+  struct kind {
+    const char* name;
+    send_opcode op;
+    uint64_t len;
+    uint32_t atomic_size;
+  };
+  const kind kinds[] = {
+      {"write", send_opcode::rdma_write, 100, 0},        {"write_imm", send_opcode::rdma_write_imm, 17, 0},
+      {"write_zero", send_opcode::rdma_write, 0, 0},     {"send", send_opcode::send, 64, 0},
+      {"send_imm", send_opcode::send_imm, 3, 0},         {"read", send_opcode::rdma_read, 4096, 0},
+      {"atomic_cs", send_opcode::atomic_cs, 8, 8},       {"atomic_fa", send_opcode::atomic_fa, 8, 8},
+      {"masked_cs32", send_opcode::atomic_masked_cs, 4, 4}, {"masked_fa64", send_opcode::atomic_masked_fa, 8, 8},
+  };
+  std::vector<uint8_t> all = {0};
+  hello_bind(all);
+  uint32_t seq = 2;
+  for (const kind& k : kinds) {
+    std::vector<uint8_t> s = {0};
+    hello_bind(s);
+    request(s, k.op, k.len, k.atomic_size, 2);
+    write_file(dir + "/request_" + k.name, s);
+    request(all, k.op, k.len, k.atomic_size, seq++);
+  }
+  write_file(dir + "/all_requests", all);
+  // cma (same host, copies granted: byte 0 bit 0): WRITE and READ named by iov lists.
+  for (const kind& k : {kinds[0], kinds[5]}) {
+    std::vector<uint8_t> s = {1};
+    hello_bind(s);
+    request(s, k.op, 65536 + 12, 0, 2, 3);
+    write_file(dir + "/cma_" + std::string(k.name) + "_iov3", s);
+  }
+  {
+    // Two pairs on one connection, cma and plain requests interleaved.
+    std::vector<uint8_t> s = {1};
+    hello_bind(s);
+    put(s, frame(wire::ftype::bind, sizeof(wire::bind_body), 2, 0x11, 0x21));
+    put(s, wire::bind_body{});
+    request(s, send_opcode::send, 30, 0, 3, 30);
+    request(s, send_opcode::rdma_write, 10, 0, 4);
+    request(s, send_opcode::atomic_fa, 8, 8, 5);
+    write_file(dir + "/cma_two_pairs", s);
+  }
+  // Client side (byte 0 bit 1): hello_ok, then steps of {kind, n} + reply (+ body).
+  {
+    std::vector<uint8_t> s = {2};
+    put(s, frame(wire::ftype::hello_ok, sizeof(wire::hello_ok_body), 0, 0, 0));
+    put(s, wire::hello_ok_body{1, 0});
+    auto step = [&](uint8_t k, uint32_t n, wire::frame_hdr r, uint32_t body) {
+      s.push_back(k);
+      put(s, n);
+      put(s, r);
+      for (uint32_t i = 0; i < body; ++i) s.push_back(static_cast<uint8_t>(i * 7));
+    };
+    uint32_t q = 1;
+    step(4, 0, frame(wire::ftype::bind_ok, 0, q++), 0);                   // bind ok
+    step(4, 0, frame(wire::ftype::bind_nak, 0, q++), 0);                  // bind nak
+    step(0, 0, frame(wire::ftype::response, 0, q++), 0);                  // write done
+    step(1, 300, frame(wire::ftype::response, 300, q++), 300);            // read data
+    step(2, 0, frame(wire::ftype::response, 8, q++), 8);                  // atomic old value
+    step(3, 4096, frame(wire::ftype::response, 0, q++), 0);               // cma read done
+    wire::frame_hdr rnr = frame(wire::ftype::response, 0, q++);
+    rnr.flags = wire::fflag::rnr;
+    rnr.rnr_timer = 3;
+    step(0, 0, rnr, 0);
+    wire::frame_hdr drop = frame(wire::ftype::response, 0, q++);
+    drop.flags = wire::fflag::drop;
+    step(1, 64, drop, 0);
+    wire::frame_hdr err = frame(wire::ftype::response, 0, q++);
+    err.syndrome = static_cast<uint8_t>(prm::syndrome::remote_access);
+    step(1, 64, err, 0);
+    write_file(dir + "/client_responses", s);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,5 +307,6 @@ int main(int argc, char** argv) {
   const std::string root = argv[1];
   wqe_seeds(root + "/wqe_parse");
   descriptor_seeds(root + "/proxy_descriptor");
+  wire_seeds(root + "/wire_frame");
   return 0;
 }

@@ -21,7 +21,7 @@
 // Size: GDAKI_FAULT_STRESS_OPS operations in all (default 15,000: 5-10 s);
 // GDAKI_FAULT_STRESS_SEED fixes the random seed. Counts are printed at the end.
 // Wire faults (peer process killed, connection dropped, corrupted frame) need the
-// cross-process wire and are not injected here: see docs/reliability.md.
+// cross-process wire: wire_fault_stress.cpp injects them.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -152,6 +152,7 @@ struct wqe_rec {
   size_t op;           // index into the round's plans
   bool signalled;
   bool faulty;         // carries the injected fault
+  bool signal_part = false;  // put_signal: the signal WQE (the put is a WQE of its own)
   int cqes = 0;
   syndrome synd = syndrome::none;
 };
@@ -542,7 +543,7 @@ uint64_t channel::round(uint64_t budget) {
     const uint64_t first = o.ticket - o.nbb;
     if (o.kind == op_kind::put_signal) {
       wqes[first] = {i, false, o.f != fault::none};
-      wqes[first + o.first_nbb] = {i, o.signalled, false};
+      wqes[first + o.first_nbb] = {i, o.signalled, false, true};
     } else {
       wqes[first] = {i, o.signalled, o.f != fault::none};
     }
@@ -637,6 +638,14 @@ uint64_t channel::round(uint64_t budget) {
     }
     return true;
   };
+  // A put_signal is two WQEs: an asynchronous fault (QP to ERR, peer destroyed) can land
+  // between them, so the put may have succeeded while the signal failed.
+  auto put_part_succeeded = [&](size_t i) {
+    for (auto& [pos, rec] : wqes) {
+      if (rec.op == i && !rec.signal_part && rec.synd != syndrome::none) return false;
+    }
+    return true;
+  };
   bool bad_recv = false;
   for (size_t i = 0; i < plan.size(); ++i) {
     const op_plan& o = plan[i];
@@ -667,6 +676,7 @@ uint64_t channel::round(uint64_t budget) {
     }
     if (!ok) {
       if (o.kind == op_kind::send) bad_recv = true;
+      if (o.kind == op_kind::put_signal && put_part_succeeded(i)) std::memcpy(tsh, w.src.data() + o.loff, o.len);
       continue;
     }
     switch (o.kind) {

@@ -5,7 +5,9 @@
 // uses the same checks as the in-process responder (responder_impl.hpp) before it moves
 // any byte. Payload bytes move once: from the requester's registered memory into the
 // socket (writev) and from the socket into the validated target range (readv), or, on
-// one host, by one cross-process copy (process_vm_readv / process_vm_writev).
+// one host, by one cross-process copy (process_vm_readv / process_vm_writev). What a frame
+// may say is decided in wire_frame.cpp (also run by the wire_frame fuzzer); this file reads
+// the bytes those rules ask for and acts on their answer.
 #include "wire.hpp"
 
 #include <arpa/inet.h>
@@ -26,13 +28,16 @@
 #include <fstream>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "../engine/responder_impl.hpp"
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
+#include "wire_frame.hpp"
 #include "wire_proto.hpp"
+#include "wire_test_hooks.hpp"
 
 namespace gdaki::soft::wire {
 
@@ -193,40 +198,12 @@ frame_hdr make_hdr(ftype t, uint32_t len, uint32_t src, uint32_t dst, uint32_t s
   return h;
 }
 
-bool header_ok(const frame_hdr& h) {
-  return h.magic == frame_magic && h.version == frame_version && h.length <= max_body;
-}
-
 bool token_equal(const uint8_t* a, const uint8_t* b) {
   // Constant time: the comparison must not tell a guesser how many leading bytes matched.
   uint8_t d = 0;
   for (int i = 0; i < 16; ++i) d = static_cast<uint8_t>(d | (a[i] ^ b[i]));
   return d == 0;
 }
-
-bool is_atomic(uint8_t op) {
-  switch (static_cast<send_opcode>(op)) {
-    case send_opcode::atomic_cs:
-    case send_opcode::atomic_fa:
-    case send_opcode::atomic_masked_cs:
-    case send_opcode::atomic_masked_fa:
-      return true;
-    default:
-      return false;
-  }
-}
-bool carries_payload(uint8_t op) {
-  switch (static_cast<send_opcode>(op)) {
-    case send_opcode::rdma_write:
-    case send_opcode::rdma_write_imm:
-    case send_opcode::send:
-    case send_opcode::send_imm:
-      return true;
-    default:
-      return false;
-  }
-}
-bool known_op(uint8_t op) { return carries_payload(op) || is_atomic(op) || op == static_cast<uint8_t>(send_opcode::rdma_read); }
 
 bool cma_works() {
   // A copy from ourselves: fails where the kernel lacks CMA or a policy forbids it.
@@ -427,7 +404,7 @@ struct server_xfer {
   int fd;
   pid_t pid;
   bool cma;
-  const std::vector<iov_entry>& iovs;  // cma: the requester's buffers
+  std::span<const iov_entry> iovs;  // cma: the requester's buffers
   uint64_t payload;                    // bytes of payload in the frame
   uint64_t deadline;
   const frame_hdr& req;
@@ -493,12 +470,16 @@ struct server_xfer {
 
 bool endpoint::serve_frame(server_conn& c) {
   const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
+  // Every rule about what a frame may say is in wire_frame.cpp (shared with the fuzzer);
+  // this function only reads the bytes those rules ask for and acts on the answer.
+  uint8_t raw[sizeof(frame_hdr)];
   frame_hdr h{};
-  if (!read_full(c.fd, &h, sizeof(h), deadline) || !header_ok(h)) return false;
+  if (!read_full(c.fd, raw, sizeof(raw), deadline) || !parse_header(raw, sizeof(raw), &h)) return false;
+  if (!server_accepts(h, c.hello)) return false;
   const auto t = static_cast<ftype>(h.type);
   if (t == ftype::hello) {
     hello_body b{};
-    if (c.hello || h.length != sizeof(b) || !read_full(c.fd, &b, sizeof(b), deadline)) return false;
+    if (!read_full(c.fd, &b, sizeof(b), deadline)) return false;
     c.hello = true;
     c.cma = c.unix_sock && c.pid > 0 && b.want_cma != 0 && dev_.cfg.wire != "tcp" && cma_works();
     frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
@@ -506,10 +487,9 @@ bool endpoint::serve_frame(server_conn& c) {
     iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
     return writev_full(c.fd, v, 2, deadline);
   }
-  if (!c.hello) return false;
   if (t == ftype::bind) {
     bind_body b{};
-    if (h.length != sizeof(b) || !read_full(c.fd, &b, sizeof(b), deadline)) return false;
+    if (!read_full(c.fd, &b, sizeof(b), deadline)) return false;
     std::shared_ptr<soft_qp> q = qps().find(h.dst_qpn);
     bool ready = false;
     if (q && q->dev == &dev_) {
@@ -527,32 +507,24 @@ bool endpoint::serve_frame(server_conn& c) {
     iovec v{&r, sizeof(r)};
     return writev_full(c.fd, &v, 1, deadline);
   }
-  if (t != ftype::request || !c.bound.count(pair_key(h.src_qpn, h.dst_qpn))) return false;
+  if (!c.bound.count(pair_key(h.src_qpn, h.dst_qpn))) return false;  // a request: bound pair only
 
-  // A request: validate every field before using any of it.
-  request_body b{};
-  if (h.length < sizeof(b) || !read_full(c.fd, &b, sizeof(b), deadline)) return false;
-  if (!known_op(h.opcode) || b.n_iov > max_iov) return false;
-  const bool cma = (h.flags & fflag::cma) != 0;
-  if (cma && !c.cma) return false;
-  if (!cma && b.n_iov != 0) return false;
-  if (is_atomic(h.opcode) ? (b.atomic_size != 4 && b.atomic_size != 8) : b.atomic_size != 0) return false;
-  const uint64_t rest = h.length - sizeof(b);
-  std::vector<iov_entry> iovs(b.n_iov);
-  uint64_t iov_total = 0;
-  if (b.n_iov != 0) {
-    if (rest < b.n_iov * sizeof(iov_entry) || !read_full(c.fd, iovs.data(), b.n_iov * sizeof(iov_entry), deadline)) return false;
-    for (const iov_entry& e : iovs) {
-      if (e.len > max_body * uint64_t{64} || iov_total + e.len < iov_total) return false;
-      iov_total += e.len;
-    }
-    if (iov_total != b.msg_len) return false;
+  // Validate every field before using any of it: the fixed body first, then the iov list
+  // it announces (parse_request says how many bytes it needs; at most 64 + 30 * 16).
+  uint8_t head[sizeof(request_body) + max_iov * sizeof(iov_entry)];
+  request_view rq;
+  size_t have = 0;
+  parse_status ps = parse_request(h, head, have, c.cma, &rq);
+  while (ps == parse_status::need_more) {
+    if (!read_full(c.fd, head + have, rq.head_bytes - have, deadline)) return false;
+    have = rq.head_bytes;
+    ps = parse_request(h, head, have, c.cma, &rq);
   }
-  const uint64_t payload = rest - b.n_iov * sizeof(iov_entry);
-  const bool expect_payload = carries_payload(h.opcode) && !cma;
-  if (payload != (expect_payload ? b.msg_len : 0)) return false;
-  if (cma && !carries_payload(h.opcode) && h.opcode != static_cast<uint8_t>(send_opcode::rdma_read)) return false;
-  if (b.msg_len > (uint64_t{1} << 31)) return false;
+  if (ps != parse_status::ok) return false;
+  const request_body& b = rq.body;
+  const bool cma = rq.cma;
+  const uint64_t payload = rq.payload;
+  const std::span<const iov_entry> iovs(rq.iov, b.n_iov);
 
   server_xfer x{c.fd, c.pid, cma, iovs, payload, deadline, h};
   respond_result rr{};
@@ -661,8 +633,7 @@ std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why
   iovec v[2] = {{&h, sizeof(h)}, {&hb, sizeof(hb)}};
   frame_hdr rh{};
   hello_ok_body ob{};
-  if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline) || !header_ok(rh) ||
-      rh.type != static_cast<uint8_t>(ftype::hello_ok) || rh.length != sizeof(ob) ||
+  if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline) || !hello_ok_valid(rh) ||
       !read_full(c->fd, &ob, sizeof(ob), deadline)) {
     *why = "handshake failed";
     return nullptr;
@@ -697,12 +668,10 @@ outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w)
     std::memcpy(b.token, qp.attr.av.token, 16);
     iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
     frame_hdr rh{};
-    if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline) || !header_ok(rh) ||
-        rh.length != 0 || rh.seq != h.seq) {
-      return fail();
-    }
-    if (rh.type == static_cast<uint8_t>(ftype::bind_nak)) return {outcome::retry};  // peer QP not ready yet
-    if (rh.type != static_cast<uint8_t>(ftype::bind_ok)) return fail();
+    if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline)) return fail();
+    const bind_reply br = check_bind_reply(rh, h.seq);
+    if (br == bind_reply::nak) return {outcome::retry};  // peer QP not ready yet
+    if (br != bind_reply::ok) return fail();
     c->bound.insert(pair_key(src, dst));
   }
 
@@ -758,20 +727,39 @@ outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w)
   }
   v[0] = {&h, sizeof(h)};
   v[1] = {&b, sizeof(b)};
+  // Test-only faults (wire_test_hooks.hpp): one relaxed load when nothing is armed.
+  frame_hdr corrupted;
+  bool drop_after_send = false;
+  if (test_hooks::armed.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    const uint32_t hook = test_hooks::armed.exchange(0, std::memory_order_acq_rel);
+    switch (static_cast<test_hooks::fault>(hook & 0xff)) {
+      case test_hooks::fault::drop_before_send:
+        ::shutdown(c->fd, SHUT_RDWR);
+        break;
+      case test_hooks::fault::drop_after_send:
+        drop_after_send = true;
+        break;
+      case test_hooks::fault::corrupt_header:
+        // The copy on the wire is corrupted; h stays what we meant, as on a real link.
+        corrupted = h;
+        reinterpret_cast<uint8_t*>(&corrupted)[((hook >> 8) & 0xff) % sizeof(frame_hdr)] ^= static_cast<uint8_t>(hook >> 16);
+        v[0] = {&corrupted, sizeof(corrupted)};
+        break;
+      default:
+        break;
+    }
+  }
   if (!writev_full(c->fd, v, nv, deadline)) return fail();
+  if (drop_after_send) ::shutdown(c->fd, SHUT_RDWR);
 
   frame_hdr rh{};
-  if (!read_full(c->fd, &rh, sizeof(rh), deadline) || !header_ok(rh) || rh.type != static_cast<uint8_t>(ftype::response) ||
-      rh.seq != h.seq || rh.src_qpn != src || rh.dst_qpn != dst) {
-    return fail();
-  }
-  if (rh.flags & fflag::drop) return rh.length == 0 ? outcome{outcome::retry} : fail();
-  if (rh.flags & fflag::rnr) return rh.length == 0 ? outcome{outcome::rnr, syndrome::none, rh.rnr_timer} : fail();
+  if (!read_full(c->fd, &rh, sizeof(rh), deadline)) return fail();
+  const response_kind rk = check_response(rh, h, read && !cma ? w.length : atomic ? 8 : 0);
+  if (rk == response_kind::bad) return fail();
+  if (rk == response_kind::drop) return {outcome::retry};
+  if (rk == response_kind::rnr) return {outcome::rnr, syndrome::none, rh.rnr_timer};
   const auto s = static_cast<syndrome>(rh.syndrome);
-  uint64_t expect = 0;
-  if (s == syndrome::none && read && !cma) expect = w.length;
-  if (s == syndrome::none && atomic) expect = 8;
-  if (rh.length != expect) return fail();
+  const uint64_t expect = rh.length;
   if (expect != 0 && read) {
     iovec out[max_gather];
     int n = 0;

@@ -1,0 +1,14 @@
+// Test-only wire faults (wire_test_hooks.hpp); endpoint::execute consumes them.
+#include "wire_test_hooks.hpp"
+
+namespace gdaki::soft::wire::test_hooks {
+
+std::atomic<uint32_t> armed{0};
+
+void arm(fault f, uint32_t offset, uint8_t mask) {
+  armed.store(static_cast<uint32_t>(f) | ((offset & 0xff) << 8) | (uint32_t{mask} << 16), std::memory_order_release);
+}
+
+fault disarm() { return static_cast<fault>(armed.exchange(0, std::memory_order_acq_rel) & 0xff); }
+
+}  // namespace gdaki::soft::wire::test_hooks

@@ -1,0 +1,27 @@
+// internal, tests only: faults the wire's requester side can be told to inject into its
+// next request frame (tests/stress/wire_fault_stress.cpp). Nothing in the library arms
+// them; the cost on the data path is one relaxed atomic load per request frame.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace gdaki::soft::wire::test_hooks {
+
+enum class fault : uint8_t {
+  none = 0,
+  drop_before_send = 1,  // shut the connection's socket down instead of sending the frame
+  drop_after_send = 2,   // send the frame, then shut the socket down (the answer is lost)
+  corrupt_header = 3,    // send the frame with one header byte XORed (a corrupted frame)
+};
+
+// Packed: fault | header offset << 8 | XOR mask << 16. 0: nothing armed.
+extern std::atomic<uint32_t> armed;
+
+// Arms one fault for the next request frame any endpoint of this process sends. Replaces
+// one that is still armed.
+void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);
+// Disarms; returns what was still armed (fault::none if it was consumed).
+fault disarm();
+
+}  // namespace gdaki::soft::wire::test_hooks
