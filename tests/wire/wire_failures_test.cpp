@@ -38,7 +38,7 @@ struct initiator_link {
 initiator_link start_target(side& s, const std::array<uint8_t, 16>& token, const char* wire) {
   initiator_link l;
   l.srv = oob::tcp_exchange::listen("127.0.0.1");
-  l.child = fork_peer(l.srv.port(), [wire](uint16_t port) { return serving_target(port, wire); });
+  l.child = spawn_peer("serving_target", l.srv.port(), wire);
   l.srv.accept();
   l.srv.send(to_bytes(s.blob(token.data())));
   l.t = from_bytes(l.srv.recv());
@@ -190,13 +190,20 @@ int honest_initiator(uint16_t port) {
   return 0;
 }
 
+// Started by spawn_peer: run a peer role instead of the tests.
+const bool g_is_peer = run_as_peer([](const std::string& role, uint16_t port, const std::string& arg) {
+  if (role == "serving_target") return serving_target(port, arg.c_str());
+  if (role == "honest_initiator") return honest_initiator(port);
+  return 3;
+});
+
 TEST(wire_failures, rogue_clients_are_refused_memory_is_unchanged_and_the_real_peer_is_served) {
   use_wire("tcp", timeout_ms);
   side t(1u << 20);
   std::memset(t.buf.data(), 0x5a, t.buf.size());
   const auto token = random_token();
   oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
-  const pid_t child = fork_peer(srv.port(), honest_initiator);
+  const pid_t child = spawn_peer("honest_initiator", srv.port(), "");
   srv.accept();
   const setup_blob mine = t.blob(token.data());
   srv.send(to_bytes(mine));

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -111,6 +114,42 @@ pid_t fork_peer(uint16_t port, Fn fn) {
     ::_exit(rc);
   }
   return pid;
+}
+
+// Starts this test binary again as a peer process running `role` (see peer_role_main in
+// the test file) with the OOB port and one argument. Unlike fork_peer it is safe after
+// devices are open: a forked child of a process with running threads can inherit locks
+// in their held state (e.g. the sanitizer allocator's), and hang.
+inline pid_t spawn_peer(const std::string& role, uint16_t port, const std::string& arg) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.push_back("GDAKI_WIRE_TEST_PEER=" + role + ":" + std::to_string(port) + ":" + arg);
+  std::vector<char*> envp;
+  for (std::string& v : env) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  char exe[] = "/proc/self/exe";
+  char* argv[] = {exe, nullptr};
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return pid;
+}
+
+// In a binary that uses spawn_peer: runs the requested role instead of the tests (from a
+// static initializer placed after the roles), or returns false when this is no peer.
+template <class Dispatch>
+bool run_as_peer(Dispatch dispatch) {
+  const char* v = std::getenv("GDAKI_WIRE_TEST_PEER");
+  if (v == nullptr) return false;
+  const std::string s = v;
+  const size_t a = s.find(':'), b = s.find(':', a + 1);
+  int rc = 2;
+  try {
+    rc = dispatch(s.substr(0, a), static_cast<uint16_t>(std::stoul(s.substr(a + 1, b - a - 1))), s.substr(b + 1));
+  } catch (...) {
+    rc = 2;
+  }
+  std::fflush(nullptr);
+  ::_exit(rc);
 }
 
 inline int reap(pid_t pid) {
