@@ -19,7 +19,14 @@ namespace {
 
 TEST(device_shared_qp_stress, random_ops_from_512_threads_on_one_grid_shared_qp) {
   constexpr uint32_t blocks = 8, threads = 64, total = blocks * threads;
-  constexpr uint32_t ops = 48, slot = 512;
+  // Under TSan every spin of 512 threads on 2 cores costs ~50x: a quarter of the operations
+  // keeps every interleaving kind while each ticket still settles well inside its bound.
+#if defined(__SANITIZE_THREAD__)
+  constexpr uint32_t ops = 12;
+#else
+  constexpr uint32_t ops = 48;
+#endif
+  constexpr uint32_t slot = 512;
   constexpr uint64_t known_bytes = 64 * 1024;
   world w;
   pair_options o;
@@ -117,7 +124,7 @@ TEST(device_shared_qp_stress, random_ops_from_512_threads_on_one_grid_shared_qp)
   EXPECT_EQ(nic.sq_completed, nic.sq_reserved);
   EXPECT_EQ(nic.sq_ready, nic.sq_reserved);
   EXPECT_EQ(nic.sq_rung, nic.sq_reserved);
-  EXPECT_EQ(nic.err_index, d::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_index_of(nic.err_state), d::no_error_index);
   EXPECT_GT(nic.sq_reserved, 20u * d::sq_wqebbs(nic)) << "the ring wrapped many times";
   // Atomics.
   for (uint32_t c = 0; c < stress_word::fa_counter_count; ++c) {
