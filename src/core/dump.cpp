@@ -14,7 +14,8 @@ std::string dump_qp_state(const qp_handle& qp) {
   const uint64_t ready = arch::load_acquire(&qp.sq_ready);
   const uint64_t rung = arch::load_acquire(&qp.sq_rung);
   const uint64_t completed = arch::load_acquire(&qp.sq_completed);
-  const uint64_t err = arch::load_acquire(&qp.err_index);
+  const uint64_t err_state = arch::load_acquire(&qp.err_state);
+  const uint64_t err = err_index_of(err_state);
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "QP 0x%x: sq %u WQEBBs; reserved %" PRIu64 ", ready %" PRIu64 ", rung %" PRIu64 ", completed %" PRIu64
@@ -24,8 +25,7 @@ std::string dump_qp_state(const qp_handle& qp) {
   if (err != no_error_index) {
     std::snprintf(buf, sizeof buf, "  first error: WQE at %" PRIu64 " (wqe_index 0x%04x), syndrome %s (0x%02x)\n", err,
                   static_cast<unsigned>(err & 0xffff),
-                  prm::to_string(static_cast<prm::syndrome>(arch::load_relaxed(&qp.err_syndrome))),
-                  arch::load_relaxed(&qp.err_syndrome));
+                  prm::to_string(err_syndrome_of(err_state)), static_cast<unsigned>(err_syndrome_of(err_state)));
     s += buf;
   } else {
     s += "  no error latched\n";

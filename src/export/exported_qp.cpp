@@ -143,7 +143,7 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   h.max_send_wqebbs = s.nic.max_send_wqebbs;
   h.scratch_addr = s.nic.scratch_addr;
   h.scratch_lkey = s.nic.scratch_lkey;
-  h.err_index = dev::no_error_index;
+  h.err_state = dev::no_error_state;
   if (s.own_thread) (void)s.proxy->start();
 }
 

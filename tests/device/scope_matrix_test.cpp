@@ -98,7 +98,7 @@ void run_matrix() {
   for (uint32_t q = 0; q < nqp; ++q) {
     const qp_handle& h = w.nic(q);
     EXPECT_EQ(h.sq_completed, h.sq_reserved) << "QP " << q;
-    EXPECT_EQ(h.err_index, d::no_error_index) << "QP " << q;
+    EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), d::no_error_index) << "QP " << q;
   }
 }
 

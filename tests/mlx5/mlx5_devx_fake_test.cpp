@@ -505,7 +505,7 @@ TEST_F(mlx5_devx_fake, create_qp_sends_create_qp_with_pd_cqs_uar_umems_and_geome
   EXPECT_EQ(h.host_doorbell_hook, nullptr);  // the NIC sees doorbells by itself
   EXPECT_EQ(h.max_inline, 64u);
   EXPECT_EQ(h.max_send_wqebbs, caps.max_send_wqebbs);
-  EXPECT_EQ(h.err_index, gdaki::dev::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), gdaki::dev::no_error_index);
 
   opt.db_mode = gdaki::dev::doorbell_mode::blueflame;
   EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::not_supported);

@@ -122,7 +122,7 @@ TEST(soft_control, exported_handles_carry_geometry_and_zero_counters) {
   EXPECT_EQ(h.log_rq_stride, 6u);
   EXPECT_EQ(h.max_inline, 28u);
   EXPECT_EQ(h.max_send_wqebbs, 2u);
-  EXPECT_EQ(h.err_index, dev::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), dev::no_error_index);
   EXPECT_EQ(h.sq_reserved + h.sq_ready + h.sq_rung + h.sq_completed + h.rq_reserved + h.rq_ready + h.rq_completed, 0u);
   EXPECT_EQ(h.db_mode, dev::doorbell_mode::db_store);
   EXPECT_EQ(h.qpn, p.a.qp.qpn());

@@ -595,7 +595,7 @@ uint64_t channel::round(uint64_t budget) {
     uint64_t expect = 0;
     for (auto& [pos, rec] : wqes) expect += rec.signalled ? 1 : 0;
     const uint64_t got = ha_s->ci - ci0;
-    STRESS_CHECK(got == expect || ha->err_index != dev::no_error_index, "full ring: %llu CQEs for %llu signalled WQEs",
+    STRESS_CHECK(got == expect || gdaki::dev::err_index_of(ha->err_state) != dev::no_error_index, "full ring: %llu CQEs for %llu signalled WQEs",
                  (unsigned long long)got, (unsigned long long)expect);
   } else if (!cq_broken) {
     for (auto& [pos, rec] : wqes) {
@@ -631,7 +631,7 @@ uint64_t channel::round(uint64_t budget) {
   // An operation succeeded iff its WQEs got no error CQE (an unsignalled success has
   // none). After a lost CQE (full CQ) or in a full-ring round that failed, an operation's
   // fate is unknown: its ranges may hold either version, and are re-read.
-  const bool fate_known = !cq_broken && !(tiny_sq && ha->err_index != dev::no_error_index);
+  const bool fate_known = !cq_broken && !(tiny_sq && gdaki::dev::err_index_of(ha->err_state) != dev::no_error_index);
   auto succeeded = [&](size_t i) {
     for (auto& [pos, rec] : wqes) {
       if (rec.op == i && rec.synd != syndrome::none) return false;
@@ -755,7 +755,7 @@ uint64_t channel::round(uint64_t budget) {
   g_progress.fetch_add(1, std::memory_order_relaxed);
   // Anything that failed leaves the pair in ERR (requester and often responder) or with
   // receives that were never consumed: start the next round on a fresh pair.
-  const bool broken = failed_seen || cq_broken || !b_alive || ha->err_index != dev::no_error_index ||
+  const bool broken = failed_seen || cq_broken || !b_alive || gdaki::dev::err_index_of(ha->err_state) != dev::no_error_index ||
                       f == fault::qp_to_err;
   if (broken) {
     create();

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "gdaki/device/ring.hpp"
+#include "gdaki/device/ops.hpp"
 #include "gdaki/device/sq.hpp"
 #include "gdaki/prm/decode.hpp"
 #include "unit/unit_support.hpp"
@@ -133,12 +134,12 @@ TEST(sq_completion, tickets_and_sq_wait_survive_wqe_counter_wrap) {
   }
   EXPECT_GT(pc, 65536u);
   EXPECT_NE(straddled, 0u) << "a WQE must have started at WQEBB 0xffff";
-  EXPECT_EQ(h.err_index, gdaki::dev::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), gdaki::dev::no_error_index);
   EXPECT_EQ(h.send_cq->ci, nic.cq_pi);
 }
 
 // Spec 5.7 / 6.6: the error CQE names the failing WQE; WQEs before it completed, it and
-// every later one fail. err_index / err_syndrome latch the first failure only.
+// every later one fail. err_state latches the first failure only (index and syndrome together).
 TEST(sq_errors, error_cqe_fails_tickets_at_and_after_the_failing_wqe) {
   test_qp qp(3, 3);
   auto& h = qp.handle;
@@ -190,8 +191,8 @@ TEST(sq_errors, error_cqe_fails_tickets_at_and_after_the_failing_wqe) {
   EXPECT_EQ(c.wqe_counter, 3);
   EXPECT_EQ(c.wqe_opcode, 0x08);
 
-  EXPECT_EQ(h.err_index, 3u);
-  EXPECT_EQ(h.err_syndrome, 0x13u);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), 3u);
+  EXPECT_EQ(static_cast<uint32_t>(gdaki::dev::err_syndrome_of(h.err_state)), 0x13u);
   EXPECT_EQ(h.err_vendor_syndrome, 0x88u);
   EXPECT_EQ(h.sq_completed, 4u);
   EXPECT_EQ(gdaki::dev::sq_wait(h, t0, five_s), status::ok);
@@ -210,8 +211,8 @@ TEST(sq_errors, error_cqe_fails_tickets_at_and_after_the_failing_wqe) {
   gdaki_test::nic_write_cqe(nic.cq_ring, nic.log_cq, nic.cq_pi++, e);
   EXPECT_EQ(gdaki::dev::sq_progress(h), 1u);
   EXPECT_EQ(h.sq_completed, 5u);
-  EXPECT_EQ(h.err_index, 3u);
-  EXPECT_EQ(h.err_syndrome, 0x13u);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), 3u);
+  EXPECT_EQ(static_cast<uint32_t>(gdaki::dev::err_syndrome_of(h.err_state)), 0x13u);
   EXPECT_EQ(h.err_vendor_syndrome, 0x88u);
   EXPECT_EQ(gdaki::dev::sq_wait(h, t3, five_s), status::io_error);
   EXPECT_EQ(gdaki::dev::sq_wait(h, t1, five_s), status::ok);
@@ -247,6 +248,47 @@ TEST(sq_errors, sq_acquire_rejects_bad_sizes) {
   EXPECT_EQ(gdaki::dev::sq_acquire(qp.handle, 0, &s), status::invalid);
   EXPECT_EQ(gdaki::dev::sq_acquire(qp.handle, 5, &s), status::invalid);
   EXPECT_EQ(qp.handle.sq_reserved, 0u) << "a rejected acquire must not reserve";
+}
+
+// The latch packs the failing WQE and its syndrome into one word, so they are claimed
+// together; a later failure that a concurrent poller latched first gives way to an
+// earlier one, syndrome included.
+TEST(sq_errors, err_state_packs_index_and_syndrome_and_none_reads_as_no_error) {
+  using gdaki::prm::syndrome;
+  const uint64_t st = gdaki::dev::err_pack(0x123456789aull, syndrome::remote_access);
+  EXPECT_EQ(gdaki::dev::err_index_of(st), 0x123456789aull);
+  EXPECT_EQ(gdaki::dev::err_syndrome_of(st), syndrome::remote_access);
+  EXPECT_EQ(gdaki::dev::err_index_of(gdaki::dev::no_error_state), gdaki::dev::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_syndrome_of(gdaki::dev::no_error_state), syndrome::none);
+  // Index 0 with syndrome none is a real latch (not "no error").
+  EXPECT_EQ(gdaki::dev::err_index_of(gdaki::dev::err_pack(0, syndrome::none)), 0u);
+}
+
+TEST(sq_errors, an_earlier_failure_replaces_a_later_one_latched_first_with_its_own_syndrome) {
+  test_qp qp(3, 3);
+  auto& h = qp.handle;
+  test_nic nic = gdaki_test::make_nic(qp);
+  uint64_t s0;
+  ASSERT_EQ(gdaki::dev::sq_acquire(h, 1, &s0), status::ok);
+  gdaki::dev::prepare_nop(h, s0, flags::cq_update);
+  gdaki::dev::sq_commit(h, s0, 1);
+  // As if another poller had already latched the flush of WQEBB 7.
+  h.err_state = gdaki::dev::err_pack(7, gdaki::prm::syndrome::wr_flush);
+  gdaki_test::nic_wqe_view v;
+  ASSERT_TRUE(nic.read_wqe(nic.pending(), &v));
+  nic_cqe e;
+  e.opcode = 13;  // REQ_ERR
+  e.wqe_counter = v.wqe_index;
+  e.wqe_opcode = v.opcode;
+  e.syndrome = 0x13;
+  gdaki_test::nic_write_cqe(nic.cq_ring, nic.log_cq, nic.cq_pi++, e);
+  completion c{};
+  ASSERT_EQ(gdaki::dev::sq_poll(h, &c), status::ok);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), 0u);
+  EXPECT_EQ(gdaki::dev::err_syndrome_of(h.err_state), gdaki::prm::syndrome::remote_access);
+  const gdaki::dev::op_error le = gdaki::dev::last_error(h);
+  EXPECT_EQ(le.wqe_index, 0u);
+  EXPECT_EQ(le.syndrome, gdaki::prm::syndrome::remote_access);
 }
 
 }  // namespace

@@ -206,7 +206,7 @@ TEST(sq_concurrency, many_threads_share_one_sq_without_gaps_overlap_or_torn_wqes
   EXPECT_EQ(h.sq_completed, next);
   EXPECT_EQ(nic.sq_ci, next);
   EXPECT_GT(next, 64u * 50) << "the ring should have wrapped many times";
-  EXPECT_EQ(h.err_index, gdaki::dev::no_error_index);
+  EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), gdaki::dev::no_error_index);
   EXPECT_EQ(gdaki_test::get_be32(qp.dbrec.data() + 4), next & 0xffff);
 }
 

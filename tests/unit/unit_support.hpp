@@ -106,7 +106,7 @@ struct test_qp {
     h.recv_cq = &recv_cq.handle;
     h.host_doorbell_hook = nullptr;
     h.host_hook_ctx = nullptr;
-    h.err_index = gdaki::dev::no_error_index;  // what the control path sets at creation
+    h.err_state = gdaki::dev::no_error_state;  // what the control path sets at creation
   }
   test_qp(const test_qp&) = delete;
   test_qp& operator=(const test_qp&) = delete;

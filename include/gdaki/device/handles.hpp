@@ -34,6 +34,23 @@ enum class doorbell_mode : uint32_t {
 
 inline constexpr uint64_t no_error_index = ~uint64_t{0};
 
+// The first failure of a send queue, latched in one 64-bit word so that the failing WQE
+// and its syndrome are claimed together by one compare-and-swap (two fields could pair a
+// new index with an old syndrome, or let a later failure's syndrome overwrite the first's):
+// syndrome in the top 8 bits, the WQE's first WQEBB in the low 56 (a free-running WQEBB
+// count reaches 2^56 after two years at 10^9 WQEBBs/s). no_error_state when none.
+inline constexpr uint64_t no_error_state = ~uint64_t{0};
+inline constexpr uint64_t err_index_mask = (uint64_t{1} << 56) - 1;
+GDAKI_HD constexpr uint64_t err_pack(uint64_t wqebb, prm::syndrome s) {
+  return (uint64_t{static_cast<uint8_t>(s)} << 56) | (wqebb & err_index_mask);
+}
+GDAKI_HD constexpr uint64_t err_index_of(uint64_t state) {
+  return state == no_error_state ? no_error_index : state & err_index_mask;
+}
+GDAKI_HD constexpr prm::syndrome err_syndrome_of(uint64_t state) {
+  return state == no_error_state ? prm::syndrome::none : static_cast<prm::syndrome>(state >> 56);
+}
+
 struct cq_handle {
   prm::cqe64* cqes;  // 2^log_cqe_cnt entries of 64 bytes
   prm::cq_dbrec* dbrec;
@@ -85,9 +102,10 @@ struct qp_handle {
   uint64_t sq_rung;                  // highest pc published through DBR + doorbell
   uint32_t db_lock;                  // serialises DBR + doorbell so both stay monotone
   alignas(64) uint64_t sq_completed;  // every WQEBB below this is finished by the NIC
-  uint64_t err_index;                 // first WQEBB of the first failed WQE, or no_error_index
-  uint32_t err_syndrome;              // prm::syndrome of that failure
-  uint32_t err_vendor_syndrome;
+  uint64_t err_state;                 // the first failure: err_pack(first WQEBB, syndrome), or
+                                      // no_error_state (read with err_index_of / err_syndrome_of)
+  uint32_t err_vendor_syndrome;       // that failure's vendor syndrome (informational; may lag)
+  uint32_t err_reserved;
   // --- receive counters (free-running, in receive WQEs) -------------------------------
   alignas(64) uint64_t rq_reserved;
   uint64_t rq_ready;

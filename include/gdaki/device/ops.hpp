@@ -86,8 +86,8 @@ GDAKI_HD inline op_error last_error(const qp_handle& qp) {
     if (proxy::ring_error(*qp.proxy_ring, &pos) == status::ok) return op_error{prm::syndrome::none, no_error_index};
     return op_error{prm::syndrome::local_qp_op, pos};
   }
-  return op_error{static_cast<prm::syndrome>(arch::load_relaxed(&qp.err_syndrome)),
-                  arch::load_acquire(&qp.err_index)};
+  const uint64_t st = arch::load_acquire(&qp.err_state);
+  return op_error{err_syndrome_of(st), err_index_of(st)};
 }
 
 namespace detail {

@@ -31,7 +31,7 @@ inline constexpr uint64_t wait_forever = ~uint64_t{0};
 // Consumes one CQE of qp's send CQ and advances sq_completed past the WQE it names (the SQ
 // completes in order, so that WQE and every earlier one are finished). The WQE's size is
 // read from its own control segment, which cannot be reused before the CQE is claimed.
-// Error CQEs also latch the first failure (err_index / err_syndrome).
+// Error CQEs also latch the first failure (err_state: index and syndrome in one word).
 // Returns ok with *out filled, or again when no CQE is waiting.
 namespace detail {
 // Reads the size of the WQE a send CQE names, while the CQE is not yet claimed (so the
@@ -70,12 +70,14 @@ GDAKI_HD inline status sq_poll(qp_handle& qp, completion* out) {
   const uint32_t nbb = peek.nbb;
   if (st != status::ok) return st;
   if (!out->ok()) {
-    uint64_t cur = arch::load_acquire(&qp.err_index);
-    while (first < cur && !arch::compare_swap(&qp.err_index, cur, first)) cur = arch::load_acquire(&qp.err_index);
-    if (first < cur || cur == first) {
-      arch::store_relaxed(&qp.err_syndrome, static_cast<uint32_t>(out->syndrome));
-      arch::store_relaxed(&qp.err_vendor_syndrome, out->vendor_syndrome);
+    // The lowest failing WQE wins, with its own syndrome, in one word.
+    const uint64_t mine = err_pack(first, out->syndrome);
+    uint64_t cur = arch::load_acquire(&qp.err_state);
+    bool won = false;
+    while (first < err_index_of(cur) && !(won = arch::compare_swap(&qp.err_state, cur, mine))) {
+      cur = arch::load_acquire(&qp.err_state);
     }
+    if (won) arch::store_relaxed(&qp.err_vendor_syndrome, out->vendor_syndrome);
   }
   arch::fetch_max(&qp.sq_completed, first + nbb);
   return status::ok;
@@ -98,10 +100,10 @@ GDAKI_HD inline status sq_test(qp_handle& qp, uint64_t ticket) {
     if (arch::load_acquire(&qp.sq_completed) < ticket) {
       // An error CQE names the failing WQE; in ERR the rest are flushed one CQE each, so
       // a ticket behind the failure is settled as an error even before its flush arrives.
-      return arch::load_acquire(&qp.err_index) < ticket ? status::io_error : status::again;
+      return err_index_of(arch::load_acquire(&qp.err_state)) < ticket ? status::io_error : status::again;
     }
   }
-  return arch::load_acquire(&qp.err_index) < ticket ? status::io_error : status::ok;
+  return err_index_of(arch::load_acquire(&qp.err_state)) < ticket ? status::io_error : status::ok;
 }
 
 // Waits until sq_test(ticket) is not again, or timeout_ns passes (wait_forever = no limit).

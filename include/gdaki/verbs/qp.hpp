@@ -140,7 +140,7 @@ class qp {
 
   // Returns the plain-data handle for the data path. send_cq/recv_cq are where the caller
   // placed the exported CQ handles of this QP's CQs (the data path polls them). Counters
-  // start at zero, err_index = dev::no_error_index. After a return to RESET, export again.
+  // start at zero, err_state = dev::no_error_state. After a return to RESET, export again.
   // Throws gdaki::error.
   dev::qp_handle export_handle(dev::cq_handle* send_cq, dev::cq_handle* recv_cq,
                                const qp_export_options& opt = {}) const;

@@ -378,7 +378,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
   out->log_rq_stride = q->log_rq_stride;
   out->host_doorbell_hook = nullptr;  // the NIC sees the doorbell by itself
   out->host_hook_ctx = nullptr;
-  out->err_index = dev::no_error_index;
+  out->err_state = dev::no_error_state;
   return status::ok;
 }
 
