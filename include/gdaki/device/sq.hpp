@@ -143,50 +143,13 @@ GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb
   return status::ok;
 }
 
-// Reserves nbb WQEBBs only once they are free, waiting at most timeout_ns: on timeout
-// nothing is reserved, so the QP stays usable (a reservation cannot be taken back, and one
-// that is never written would stall every later poster in sq_mark_ready). Waiting forever
-// keeps the wait-free fetch_add (reserve, then wait: nothing can be abandoned); a bounded
-// wait claims by compare-and-swap only when the ring has room.
-template <bool Exclusive = false>
-GDAKI_HD inline status sq_reserve_space(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
-  if constexpr (!Exclusive) {
-    if (timeout_ns == wait_forever) {
-      *start = sq_reserve(qp, nbb);
-      return sq_wait_space(qp, *start, nbb);
-    }
-  } else {
-    // Sole poster: nobody else moves sq_reserved, so wait for room, then take it.
-    const uint64_t cur = arch::load_relaxed(&qp.sq_reserved);
-    const status st = sq_wait_space(qp, cur, nbb, timeout_ns);
-    if (st != status::ok) return st;
-    arch::store_relaxed(&qp.sq_reserved, cur + nbb);
-    *start = cur;
-    return status::ok;
-  }
-  const uint64_t ring = sq_wqebbs(qp);
-  const uint64_t t0 = arch::clock_ns();
-  for (uint32_t i = 0;; ++i) {
-    const uint64_t cur = arch::load_relaxed(&qp.sq_reserved);
-    if (cur + nbb <= ring + arch::load_acquire(&qp.sq_completed)) {
-      if (arch::compare_swap(&qp.sq_reserved, cur, cur + nbb)) {
-        *start = cur;
-        return status::ok;
-      }
-      continue;  // another poster took it first: look again
-    }
-    if (sq_progress(qp) != 0) continue;
-    if (arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-    arch::spin_pause(i);
-  }
-}
-
 // Reserve plus flow control in one call: *start receives the first WQEBB. Returns ok,
-// invalid (nbb larger than the QP allows) or timeout (nothing reserved).
+// invalid (nbb larger than the QP allows) or timeout.
 GDAKI_HD inline status sq_acquire(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns = wait_forever) {
   *start = 0;  // defined on every path, so callers never read an indeterminate value
   if (nbb == 0 || nbb > qp.max_send_wqebbs || nbb > sq_wqebbs(qp)) return status::invalid;
-  return sq_reserve_space(qp, nbb, start, timeout_ns);
+  *start = sq_reserve(qp, nbb);
+  return sq_wait_space(qp, *start, nbb, timeout_ns);
 }
 
 // Declares WQEBBs [start, start + nbb) fully written. Ready advances in reservation
