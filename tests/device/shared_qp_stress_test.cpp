@@ -19,14 +19,7 @@ namespace {
 
 TEST(device_shared_qp_stress, random_ops_from_512_threads_on_one_grid_shared_qp) {
   constexpr uint32_t blocks = 8, threads = 64, total = blocks * threads;
-  // Under TSan every spin of 512 threads on 2 cores costs ~50x: a quarter of the operations
-  // keeps every interleaving kind while each ticket still settles well inside its bound.
-#if defined(__SANITIZE_THREAD__)
-  constexpr uint32_t ops = 12;
-#else
-  constexpr uint32_t ops = 48;
-#endif
-  constexpr uint32_t slot = 512;
+  constexpr uint32_t ops = 48, slot = 512;
   constexpr uint64_t known_bytes = 64 * 1024;
   world w;
   pair_options o;
