@@ -1,7 +1,7 @@
 // RDMA WRITE bandwidth between two processes over the soft NIC's shared-memory and TCP
 // wires, next to the two ceilings they are measured against in the same run: one-thread
 // memcpy and a raw TCP stream over 127.0.0.1. Each figure is the median of --runs runs.
-// Usage: wire_bw [--runs N] [--mib-per-run M] [--json]
+// Usage: wire_bw [--runs N] [--mib-per-run M] [--depth D] [--only shm|tcp] [--json]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -101,32 +101,39 @@ blob blob_of(const std::vector<uint8_t>& v) {
 
 double median(const std::vector<double>& v) { return gdaki_bench::summarize(v).median; }
 
-// GB/s of `count` WRITEs of `size` bytes, each signaled and waited for in batches of 16.
-double write_run(node& n, const blob& t, size_t size, size_t count) {
+// GB/s of `count` signaled WRITEs of `size` bytes, keeping `depth` of them posted (as
+// perftest's ib_write_bw keeps tx_depth): a CQE is polled only when that many are out.
+// The depth is above the wire's window (config::wire_window), so the posting thread
+// spends its waits inside the doorbell, blocked on the socket, as a blocking send()
+// would, rather than spinning on the CQ against the peer for the CPU.
+double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth) {
   const dev::sge g{reinterpret_cast<uint64_t>(n.buf.data()), static_cast<uint32_t>(size), n.mr.lkey()};
   const auto t0 = clk::now();
-  size_t done = 0;
-  while (done < count) {
-    const size_t batch = std::min<size_t>(16, count - done);
-    for (size_t i = 0; i < batch; ++i) {
+  size_t posted = 0, completed = 0;
+  auto reap = [&] {
+    dev::completion c{};
+    while (dev::sq_poll(n.h, &c) != gdaki::status::ok) dev::arch::spin_pause(0);
+    if (!c.ok()) {
+      std::fprintf(stderr, "wire_bw: WRITE failed (syndrome %u)\n", static_cast<unsigned>(c.syndrome));
+      return false;
+    }
+    ++completed;
+    return true;
+  };
+  while (completed < count) {
+    if (posted < count && posted - completed < depth) {
       uint64_t s = 0;
       dev::sq_acquire(n.h, dev::wqebbs_rdma(1), &s, 5'000'000'000ull);
       dev::sq_commit(n.h, s, dev::prepare_write(n.h, s, t.buf, t.rkey, &g, 1, gdaki::prm::ctrl_flags::cq_update));
+      ++posted;
+      continue;
     }
-    for (size_t i = 0; i < batch; ++i) {
-      dev::completion c{};
-      while (dev::sq_poll(n.h, &c) != gdaki::status::ok) dev::arch::spin_pause(0);
-      if (!c.ok()) {
-        std::fprintf(stderr, "wire_bw: WRITE failed (syndrome %u)\n", static_cast<unsigned>(c.syndrome));
-        return 0;
-      }
-    }
-    done += batch;
+    if (!reap()) return 0;
   }
   return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
 }
 
-void wire_bench(const char* wire, int runs, size_t bytes_per_run, double out[2]) {
+void wire_bench(const char* wire, int runs, size_t bytes_per_run, size_t depth, double out[2]) {
   gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
   const uint16_t port = srv.port();
   const pid_t child = ::fork();
@@ -152,9 +159,9 @@ void wire_bench(const char* wire, int runs, size_t bytes_per_run, double out[2])
     n.connect(t);
     for (int si = 0; si < 2; ++si) {
       const size_t count = std::max<size_t>(16, bytes_per_run / sizes[si]);
-      write_run(n, t, sizes[si], 16);  // warm-up: connection, page faults
+      write_run(n, t, sizes[si], 16, depth);  // warm-up: connection, page faults
       std::vector<double> r;
-      for (int i = 0; i < runs; ++i) r.push_back(write_run(n, t, sizes[si], count));
+      for (int i = 0; i < runs; ++i) r.push_back(write_run(n, t, sizes[si], count, depth));
       out[si] = median(r);
     }
     srv.send({});
@@ -241,20 +248,26 @@ void tcp_bench(int runs, size_t bytes_per_run, double out[2]) {
 int main(int argc, char** argv) {
   gdaki_bench::common_options o;
   size_t mib = 512;
+  size_t depth = 128;
+  std::string only = "all";
   CLI::App app{"WRITE bandwidth between two processes over the shm and TCP wires, with memcpy and raw TCP"};
   gdaki_bench::add_common_options(app, o);
   app.add_option("--mib-per-run", mib, "MiB written per run and size")->check(CLI::Range(1, 65536))->capture_default_str();
+  app.add_option("--depth", depth, "WRITEs kept posted (the SQ holds 256)")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--only", only, "measure one wire and its ceiling: shm, tcp, or all")
+      ->check(CLI::IsMember({"all", "shm", "tcp"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const int runs = static_cast<int>(o.runs);
   const bool json = o.json;
   const size_t bytes = mib << 20;
   double shm[2] = {}, tcp[2] = {}, mc[2] = {}, raw[2] = {};
-  memcpy_bench(runs, bytes, mc);
-  tcp_bench(runs, bytes, raw);
-  wire_bench("shm", runs, bytes, shm);
-  wire_bench("tcp", runs, bytes, tcp);
+  if (only != "tcp") memcpy_bench(runs, bytes, mc);
+  if (only != "shm") tcp_bench(runs, bytes, raw);
+  if (only != "tcp") wire_bench("shm", runs, bytes, depth, shm);
+  if (only != "shm") wire_bench("tcp", runs, bytes, depth, tcp);
   if (json) {
-    std::printf("{\"runs\": %d, \"results\": [", runs);
+    std::printf("{\"runs\": %d, \"depth\": %zu, \"results\": [", runs, depth);
     for (int si = 0; si < 2; ++si) {
       std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"tcp_write_gbps\": %.3f, "
                   "\"raw_tcp_gbps\": %.3f}",

@@ -20,6 +20,7 @@ void run_ordering(uint32_t iterations, uint32_t slots, bool engine_only) {
   if (engine_only) {
     if (!wqe_tickets) GTEST_SKIP() << "proxy: the poster's QP is posted by the proxy thread, not the kernel";  // no inline execution on the writer: the soft NIC's engine thread runs the WQEs
     w.handles[0].host_doorbell_hook = nullptr;
+    w.handles[0].host_poll_hook = nullptr;
     w.handles[0].host_hook_ctx = nullptr;
   }
   constexpr uint32_t slot_bytes = 1024;

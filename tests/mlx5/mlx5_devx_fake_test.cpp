@@ -503,6 +503,7 @@ TEST_F(mlx5_devx_fake, create_qp_sends_create_qp_with_pd_cqs_uar_umems_and_geome
   EXPECT_EQ(h.bf_reg, nullptr);
   EXPECT_EQ(h.db_mode, gdaki::dev::doorbell_mode::db_store);
   EXPECT_EQ(h.host_doorbell_hook, nullptr);  // the NIC sees doorbells by itself
+  EXPECT_EQ(h.host_poll_hook, nullptr);      // and progresses without the poller
   EXPECT_EQ(h.max_inline, 64u);
   EXPECT_EQ(h.max_send_wqebbs, caps.max_send_wqebbs);
   EXPECT_EQ(gdaki::dev::err_index_of(h.err_state), gdaki::dev::no_error_index);

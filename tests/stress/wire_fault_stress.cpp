@@ -364,10 +364,12 @@ class runner {
   void account(pair_state& p, const op& o, const dev::completion& c, fault f) {
     uint8_t* sh = &p.shadow[o.roff];
     uint8_t* kn = &p.known[o.roff];
-    if (c.syndrome == syndrome::wr_flush) return;  // never executed
     if (!c.ok()) {
       // The request may have been delivered and executed (dropped after sending, a
-      // corrupted seq answered): its target is unknown until read again.
+      // corrupted seq answered), and so may a flushed one: the wire pipelines requests,
+      // so those behind the failed one may have reached the peer before the link broke
+      // (as on RDMA, a flushed WQE's remote effect is undefined). Its target is unknown
+      // until read again.
       if (o.kind != op_kind::read) std::memset(kn, 0, o.len);
       return;
     }

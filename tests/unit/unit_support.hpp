@@ -105,6 +105,7 @@ struct test_qp {
     h.send_cq = &send_cq.handle;
     h.recv_cq = &recv_cq.handle;
     h.host_doorbell_hook = nullptr;
+    h.host_poll_hook = nullptr;
     h.host_hook_ctx = nullptr;
     h.err_state = gdaki::dev::no_error_state;  // what the control path sets at creation
   }

@@ -64,6 +64,10 @@ struct cq_handle {
 // Host-only hook run after a doorbell, so a provider can execute the WQEs on the ringing
 // CPU thread (the soft NIC does; see docs). Never called from device code.
 using host_doorbell_hook_fn = void (*)(void* ctx);
+// Host-only hook run by sq_poll when the send CQ is empty, so a provider whose NIC needs
+// the CPU to make progress (the soft NIC's wires) can do it on the polling thread. Null
+// where the NIC progresses by itself. Never called from device code.
+using host_poll_hook_fn = void (*)(void* ctx);
 
 struct qp_handle {
   // --- send queue geometry -----------------------------------------------------------
@@ -84,6 +88,7 @@ struct qp_handle {
   cq_handle* send_cq;  // must serve this QP only (the poller rebuilds WQE indexes from it)
   cq_handle* recv_cq;
   host_doorbell_hook_fn host_doorbell_hook;
+  host_poll_hook_fn host_poll_hook;
   void* host_hook_ctx;
   // An 8-byte registered local buffer (with LOCAL_WRITE) that receives the discarded
   // results of signal atomics (put_signal / signal with add). Zero when not set up.

@@ -65,7 +65,13 @@ struct wqe_size_peek {
 GDAKI_HD inline status sq_poll(qp_handle& qp, completion* out) {
   detail::wqe_size_peek peek{&qp};
   uint64_t pos = 0;
-  const status st = cq_poll_one(*qp.send_cq, out, &pos, peek);
+  status st = cq_poll_one(*qp.send_cq, out, &pos, peek);
+#if !defined(__CUDA_ARCH__)
+  if (st == status::again && qp.host_poll_hook != nullptr) {
+    qp.host_poll_hook(qp.host_hook_ctx);  // may write CQEs (a CPU thread drives the NIC)
+    st = cq_poll_one(*qp.send_cq, out, &pos, peek);
+  }
+#endif
   const uint64_t first = peek.first;
   const uint32_t nbb = peek.nbb;
   if (st != status::ok) return st;

@@ -40,6 +40,13 @@ struct config {
   // GDAKI_SOFT_SHM_SINGLE_COPY_MIN: on the shared-memory wire, messages of at least this
   // many bytes move by one cross-process copy; smaller ones travel inside the frame.
   uint32_t shm_single_copy_min = 16384;
+  // GDAKI_SOFT_WIRE_WINDOW: requests one connection keeps in flight before it waits for
+  // responses (pipelining; 1 = stop-and-wait).
+  uint32_t wire_window = 64;
+  // GDAKI_SOFT_WIRE_WINDOW_BYTES: payload bytes one connection keeps in flight (two
+  // requests always may be). More only fills socket buffers: the sender then sleeps in
+  // the kernel and the pipeline drains in bursts (docs/performance.md, Wires).
+  uint32_t wire_window_bytes = 256 * 1024;
 };
 
 // The wire address of an open soft device (what a GID is to RoCE): 16 bytes naming its

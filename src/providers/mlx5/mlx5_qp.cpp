@@ -377,6 +377,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
   out->log_rq_wqes = q->log_rq;
   out->log_rq_stride = q->log_rq_stride;
   out->host_doorbell_hook = nullptr;  // the NIC sees the doorbell by itself
+  out->host_poll_hook = nullptr;
   out->host_hook_ctx = nullptr;
   out->err_state = dev::no_error_state;
   return status::ok;

@@ -47,7 +47,10 @@ config config_from_env() {
   c.listen_port = env_u32("GDAKI_SOFT_LISTEN_PORT", c.listen_port);
   c.wire_timeout_ms = env_u32("GDAKI_SOFT_WIRE_TIMEOUT_MS", c.wire_timeout_ms);
   c.shm_single_copy_min = env_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
+  c.wire_window = env_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
+  c.wire_window_bytes = env_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
   if (c.wire_timeout_ms == 0) c.wire_timeout_ms = 1;
+  if (c.wire_window == 0) c.wire_window = 1;
   if (c.devices == 0) c.devices = 1;
   if (c.engine_threads == 0) c.engine_threads = 1;
   if (c.budget == 0) c.budget = 1;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -21,7 +22,9 @@ namespace gdaki::soft {
 class engine;
 namespace wire {
 class endpoint;
-}
+struct client_conn;
+struct wire_op;
+}  // namespace wire
 
 struct soft_device : verbs::provider_object {
   uint32_t index = 0;  // soft<index>
@@ -90,6 +93,17 @@ struct soft_qp : verbs::provider_object {
   std::shared_ptr<soft_qp> peer;         // cached remote end (dest_qp_num)
   bool remote = false;                   // av names another process: use the wire
   uint64_t last_uar = 0;                 // last doorbell word seen (a hint only)
+  // Remote QPs (the wire, wire.hpp): requests in flight in SQ order, the next WQE to issue
+  // (sq_ci <= sq_issued <= producer), the next request number (PSN) and the connection
+  // they travel on, bound for this QP pair or not yet.
+  std::deque<std::shared_ptr<wire::wire_op>> wire_ops;
+  uint64_t sq_issued = 0;
+  uint32_t wire_psn = 0;
+  std::shared_ptr<wire::client_conn> wire_conn;
+  bool wire_bound = false;
+  std::atomic<bool> wire_busy{false};  // wire_ops is not empty (for has_work)
+  std::atomic<uint64_t> host_polled_ns{0};  // last time a CPU thread polled this QP's CQ (on_poll)
+  std::atomic<uint32_t> host_polls{0};
   // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
   // never on a doorbell record that moved without one (docs/soft-nic.md).
   std::atomic<bool> doorbell_gated{false};

@@ -110,6 +110,8 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
   if (mask & m::av) {
     s.av = a.av;
     q->remote = wire::is_remote(a.av);  // decided once here, not per WQE
+    q->wire_conn.reset();               // a new peer address: connect and bind again
+    q->wire_bound = false;
   }
   if (mask & m::path_mtu) s.mtu = a.mtu;
   if (mask & m::timeout) s.timeout = a.timeout;
@@ -137,6 +139,13 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       q->retries_used = 0;
       q->stall_until.store(0);
       q->peer.reset();
+      // Requests still on the wire are forgotten; the next one binds the pair again, which
+      // resets the responder's expected PSN to ours.
+      q->wire_ops.clear();
+      q->sq_issued = 0;
+      q->wire_conn.reset();
+      q->wire_bound = false;
+      q->wire_busy.store(false);
       dev::arch::store_release(&q->dbrec->rcv.raw, 0u);
       dev::arch::store_release(&q->dbrec->snd.raw, 0u);
       dev::arch::store_relaxed(q->uar_db, uint64_t{0});
@@ -201,6 +210,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
   out->log_rq_wqes = q->log_rq;
   out->log_rq_stride = q->log_rq_stride;
   out->host_doorbell_hook = opt.host_hook ? host_doorbell_hook : nullptr;
+  out->host_poll_hook = opt.host_hook ? host_poll_hook : nullptr;
   out->host_hook_ctx = opt.host_hook ? q : nullptr;
   out->err_state = dev::no_error_state;
   return status::ok;

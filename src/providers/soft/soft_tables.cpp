@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "gdaki/verbs/mr.hpp"
 #include "soft_objects.hpp"
 
 namespace gdaki::soft {
@@ -44,6 +45,13 @@ const mr_entry* key_table::find(uint32_t key, bool remote) const {
   const mr_entry& e = slots_[slot];
   if (!e.live || (key & 0x7f) != e.tag || ((key & 0x80) != 0) != remote) return nullptr;
   return &e;
+}
+
+bool key_table::local_range_ok(uint32_t lkey, uint32_t pdn, uint64_t addr, uint64_t len, bool need_write) const {
+  const mr_entry* e = find(lkey, false);
+  if (e == nullptr || e->pdn != pdn) return false;
+  if (need_write && !(e->access & verbs::access::local_write)) return false;
+  return addr >= e->addr && len <= e->length && addr - e->addr <= e->length - len;
 }
 
 uint32_t qp_table::add(std::shared_ptr<soft_qp> qp) {

@@ -38,6 +38,9 @@ class key_table {
   void remove(uint32_t lkey);
   // Caller holds lock() (shared). Returns the live entry the key names, or nullptr.
   const mr_entry* find(uint32_t key, bool remote) const;
+  // Caller holds lock() (shared). True if lkey is live, belongs to PD pdn, covers
+  // [addr, addr + len) and, if need_write, grants LOCAL_WRITE.
+  bool local_range_ok(uint32_t lkey, uint32_t pdn, uint64_t addr, uint64_t len, bool need_write) const;
 
  private:
   std::shared_mutex mu_;

@@ -1,6 +1,10 @@
 // The soft NIC's progress engine: polling, fairness, back-off and wake-ups.
 #include "engine.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -11,6 +15,7 @@
 namespace gdaki::soft {
 
 engine::engine(const config& cfg) : cfg_(cfg) {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (uint32_t i = 0; i < cfg_.engine_threads; ++i) threads_.emplace_back([this, i] { run(i); });
 }
 
@@ -21,7 +26,12 @@ engine::~engine() {
     wake_seq_.fetch_add(1);
   }
   wake_cv_.notify_all();
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
   for (auto& t : threads_) t.join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void engine::add(const std::shared_ptr<soft_qp>& qp) {
@@ -44,6 +54,23 @@ void engine::wake() {
     std::lock_guard lk(wake_mu_);
     wake_cv_.notify_all();
   }
+  if (wire_waiters_.load() != 0 && wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+void engine::wait_wire(const std::vector<int>& fds, uint32_t wait_us) {
+  std::vector<pollfd> p;
+  p.reserve(fds.size() + 1);
+  for (int fd : fds) p.push_back({fd, POLLIN, 0});
+  if (wake_fd_ >= 0) p.push_back({wake_fd_, POLLIN, 0});
+  const timespec ts{static_cast<time_t>(wait_us / 1000000), static_cast<long>(wait_us % 1000000) * 1000};
+  (void)::ppoll(p.data(), p.size(), &ts, nullptr);
+  if (wake_fd_ >= 0) {
+    uint64_t v = 0;
+    (void)!::read(wake_fd_, &v, sizeof(v));
+  }
 }
 
 void engine::on_doorbell(soft_qp& qp) {
@@ -60,8 +87,12 @@ void engine::on_doorbell(soft_qp& qp) {
       wake();
       return;
     }
-    const progress_result r = progress_qp(qp, ~uint32_t{0});
+    const progress_result r = progress_qp(qp, ~uint32_t{0}, wire_wait::window);
     lk.unlock();
+    // Only responses are outstanding, and a CPU thread polls this QP's CQ: it collects
+    // them (on_poll). Waking the engine for each doorbell would cost a futex call and a
+    // context switch per WQE.
+    if (r.wait_fd >= 0 && r.deadline == 0 && qp.host_polled_ns.load(std::memory_order_relaxed) != 0) return;
     if (r.deadline != 0 || r.pending) {  // a stall to retry later: the engine owns timers
       wake();
       return;
@@ -71,7 +102,25 @@ void engine::on_doorbell(soft_qp& qp) {
   }
 }
 
-bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline) {
+void engine::on_poll(soft_qp& qp) {
+  // Only the wire needs the poller: a local QP's WQEs complete without it. A remote QP's
+  // poller collects its responses itself and, while it does, the engine leaves the QP
+  // alone (has_work): on a machine with few cores, a third thread waking on every
+  // response would take the CPU from the two that move the bytes.
+  if (!cfg_.inline_exec || !qp.wire_busy.load(std::memory_order_acquire)) return;  // busy: remote
+  // Every 8th poll reads the clock: enough for has_work's 1 ms, and a poller spinning on
+  // an empty CQ does not spend its time in clock_gettime.
+  if ((qp.host_polls.fetch_add(1, std::memory_order_relaxed) & 7) == 0) {
+    qp.host_polled_ns.store(now_ns(), std::memory_order_relaxed);
+  }
+  std::unique_lock lk(qp.exec_mu, std::try_to_lock);
+  if (!lk.owns_lock()) return;  // the engine or another thread is at it
+  const progress_result r = progress_qp(qp, ~uint32_t{0}, wire_wait::response);
+  lk.unlock();
+  if (r.deadline != 0 && r.wait_fd < 0) wake();  // a stall: the engine owns timers
+}
+
+bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline, std::vector<int>* wire_fds) {
   bool worked = false;
   const uint64_t now = now_ns();
   for (size_t i = 0; i < mine.size(); ++i) {
@@ -88,6 +137,7 @@ bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, u
     const progress_result r = progress_qp(qp, cfg_.budget);
     worked = worked || r.worked;
     if (r.deadline != 0) *deadline = std::min(*deadline, r.deadline);
+    if (r.wait_fd >= 0 && wire_fds != nullptr) wire_fds->push_back(r.wait_fd);
   }
   return worked;
 }
@@ -98,6 +148,8 @@ void engine::run(uint32_t index) {
   uint64_t last_work = now_ns();
   uint32_t sleep_us = cfg_.min_sleep_us;
   uint32_t spins = 0;
+  std::vector<int> wire_fds;
+  uint64_t seen_wake = wake_seq_.load();
   while (!stop_.load(std::memory_order_relaxed)) {
     const uint64_t v = list_version_.load();
     if (v != seen_version) {
@@ -106,7 +158,8 @@ void engine::run(uint32_t index) {
       seen_version = list_version_.load();
     }
     uint64_t deadline = ~uint64_t{0};
-    if (pass(index, mine, &deadline)) {
+    wire_fds.clear();
+    if (pass(index, mine, &deadline, &wire_fds)) {
       last_work = now_ns();
       sleep_us = cfg_.min_sleep_us;
       spins = 0;
@@ -115,6 +168,19 @@ void engine::run(uint32_t index) {
     const uint64_t now = now_ns();
     const uint64_t idle_ns = now - last_work;
     if (deadline <= now) continue;  // a stall just expired
+    if (!wire_fds.empty()) {
+      // Requests are in flight: sleep until a response (or a doorbell) comes, at most
+      // until the next stall expires and never past max_sleep_us, so the wire's
+      // unanswered-request timeout is still checked in time.
+      uint64_t wait_ns = uint64_t{cfg_.max_sleep_us} * 1000;
+      if (deadline != ~uint64_t{0}) wait_ns = std::min(wait_ns, deadline - now);
+      wire_waiters_.fetch_add(1);
+      const uint64_t seq = wake_seq_.load();
+      if (seq == seen_wake) wait_wire(wire_fds, static_cast<uint32_t>(wait_ns / 1000) + 1);
+      seen_wake = seq;
+      wire_waiters_.fetch_sub(1);
+      continue;
+    }
     if (idle_ns < uint64_t{cfg_.spin_us} * 1000) {
       dev::arch::spin_pause(spins < 63 ? spins++ : 0);  // pause, never yield, while spinning
       continue;
@@ -127,7 +193,7 @@ void engine::run(uint32_t index) {
     const uint64_t seq = wake_seq_.load();
     sleepers_.fetch_add(1);
     uint64_t dl2 = deadline;
-    const bool found = pass(index, mine, &dl2);
+    const bool found = pass(index, mine, &dl2, nullptr);
     if (!found) {
       uint64_t wait_ns = uint64_t{sleep_us} * 1000;
       if (dl2 != ~uint64_t{0}) wait_ns = std::min(wait_ns, dl2 > now ? dl2 - now : 0);
@@ -147,6 +213,11 @@ void engine::run(uint32_t index) {
 void host_doorbell_hook(void* ctx) {
   auto* qp = static_cast<soft_qp*>(ctx);
   qp->dev->eng->on_doorbell(*qp);
+}
+
+void host_poll_hook(void* ctx) {
+  auto* qp = static_cast<soft_qp*>(ctx);
+  qp->dev->eng->on_poll(*qp);
 }
 
 }  // namespace gdaki::soft

@@ -2,7 +2,9 @@
 // the doorbell records of their QPs (QP i belongs to thread i % engine_threads), execute
 // new WQEs in order with a per-pass budget per QP (round-robin fairness), and back off
 // when idle: spin (pause) for spin_us, then sched_yield for yield_us, then sleep with
-// doubling timeouts up to max_sleep_us. A host thread that rings a doorbell calls
+// doubling timeouts up to max_sleep_us. A thread whose QPs only wait for responses on the
+// wire sleeps in poll() on those sockets (and its wake-up eventfd) instead: it neither
+// spins against the peer for the CPU nor sleeps past a response. A host thread that rings a doorbell calls
 // on_doorbell(): it executes the QP's new WQEs itself (inline_exec) under the QP's
 // try-lock, and wakes the engine when work is left (or inline execution is off).
 #pragma once
@@ -34,12 +36,16 @@ class engine {
   void wake();
   // The host doorbell hook's body.
   void on_doorbell(soft_qp& qp);
+  // The host poll hook's body: a CPU thread found the QP's send CQ empty.
+  void on_poll(soft_qp& qp);
 
  private:
   void run(uint32_t index);
   // One pass over this thread's QPs. Returns whether any work was done; lowers *deadline
   // to the earliest retry time of a stalled QP.
-  bool pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline);
+  bool pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline, std::vector<int>* wire_fds);
+  // Sleeps until a socket in fds is readable, wake() is called, or wait_us pass.
+  void wait_wire(const std::vector<int>& fds, uint32_t wait_us);
 
   config cfg_;
   std::mutex list_mu_;
@@ -49,11 +55,14 @@ class engine {
   std::condition_variable wake_cv_;
   std::atomic<uint64_t> wake_seq_{0};
   std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint32_t> wire_waiters_{0};  // threads in wait_wire
+  int wake_fd_ = -1;                       // eventfd: wakes wait_wire
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
 
-// The hook stored in exported qp_handles (ctx = the soft_qp).
+// The hooks stored in exported qp_handles (ctx = the soft_qp).
 void host_doorbell_hook(void* ctx);
+void host_poll_hook(void* ctx);
 
 }  // namespace gdaki::soft

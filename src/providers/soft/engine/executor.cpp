@@ -29,6 +29,8 @@ namespace {
 
 constexpr uint32_t state_of(qp_state s) { return static_cast<uint32_t>(s); }
 constexpr uint64_t forever = ~uint64_t{0};
+// A remote QP whose CQ a CPU thread polled this recently is driven by that thread.
+constexpr uint64_t host_driven_ns = 1'000'000;
 
 uint32_t dbr_snd(const soft_qp& qp) {
   return prm::from_be(prm::be32{dev::arch::load_acquire(&qp.dbrec->snd.raw)}) & 0xffff;
@@ -131,10 +133,7 @@ bool local_keys_ok(const soft_qp& qp, const parsed_wqe& w, bool need_write) {
   for (uint32_t i = 0; i < w.num_sg; ++i) {
     const gather_entry& g = w.sg[i];
     if (g.is_inline || g.length == 0) continue;
-    const mr_entry* e = keys().find(g.lkey, false);
-    if (e == nullptr || e->pdn != qp.pd->pdn) return false;
-    if (need_write && !(e->access & verbs::access::local_write)) return false;
-    if (g.addr < e->addr || g.length > e->length || g.addr - e->addr > e->length - g.length) return false;
+    if (!keys().local_range_ok(g.lkey, qp.pd->pdn, g.addr, g.length, need_write)) return false;
   }
   return true;
 }
@@ -150,11 +149,10 @@ void clear_stall(soft_qp& qp) {
   qp.stall_until.store(0, std::memory_order_release);
 }
 
-// The peer lives in another process: the wire carries the request and brings back the
-// syndrome (and READ data / atomic value). A dead peer or link is final at once: the
-// wire has already waited its bounded time (config::wire_timeout_ms).
-exec_outcome execute_remote(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
-  const wire::outcome o = qp.dev->wire->execute(qp, r, w);
+// The peer lives in another process: the wire brought back the syndrome of the request
+// (and READ data / atomic value). A dead peer or link is final at once: the wire has
+// already waited its bounded time (config::wire_timeout_ms).
+exec_outcome remote_outcome(soft_qp& qp, const wire::outcome& o) {
   switch (o.what) {
     case wire::outcome::retry:
       return transport_retry(qp);
@@ -171,6 +169,157 @@ exec_outcome execute_remote(soft_qp& qp, const wqe_reader& r, const parsed_wqe& 
   }
 }
 
+// Checks a WQE as execute_one does before anything leaves the QP. Returns false with
+// *synd set when it completes here (bad WQE, NOP, local protection).
+bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, syndrome* synd) {
+  *synd = syndrome::none;
+  if (w.wqe_index != static_cast<uint16_t>(index)) {
+    *synd = syndrome::local_qp_op;
+    return false;
+  }
+  *synd = parse_segments(r, qp.max_inline, &w);
+  if (*synd != syndrome::none) return false;
+  if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return false;
+  const bool local_write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read) || w.atomic_size != 0;
+  if (!local_keys_ok(qp, w, local_write)) {
+    *synd = syndrome::local_prot;
+    return false;
+  }
+  return true;
+}
+
+// Forgets the requests in flight behind the oldest (their responses are still read and
+// dropped by the wire): after a retry the QP sends again from sq_ci with the same PSNs,
+// after an error it flushes them.
+void abandon_in_flight(soft_qp& qp, uint32_t psn) {
+  qp.wire_ops.clear();
+  qp.wire_busy.store(false, std::memory_order_release);
+  qp.sq_issued = qp.sq_ci;
+  qp.wire_psn = psn;
+}
+
+// Remote QPs: WQEs go to the wire up to its window ahead of their completions and retire
+// in SQ order as their responses come back (progress_qp says who may block where).
+void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_result& res) {
+  constexpr uint32_t window_wait_us = 200, response_wait_us = 100;
+  bool waited = false;
+  auto& ops = qp.wire_ops;
+  uint32_t issued = 0;
+  for (;;) {
+    bool moved = false;
+    // 1. Retire finished requests, oldest first.
+    while (!ops.empty() && ops.front()->done.load(std::memory_order_acquire)) {
+      const std::shared_ptr<wire::wire_op> op = ops.front();
+      ops.pop_front();
+      moved = true;
+      res.worked = true;
+      parsed_wqe w;
+      w.opcode = op->opcode;
+      const exec_outcome o = remote_outcome(qp, op->result);
+      if (o.stalled) {
+        abandon_in_flight(qp, op->psn);
+        res.deadline = qp.stall_until.load(std::memory_order_relaxed);
+        res.pending = true;
+        return;
+      }
+      if (o.synd == syndrome::none) {
+        if (op->signaled && !complete_send(qp, w, syndrome::none, op->byte_cnt)) requester_error(qp);
+      } else {
+        complete_send(qp, w, o.synd, 0);  // the first error always completes (IBA 10.7.3.1)
+        requester_error(qp);
+      }
+      qp.sq_ci += op->nbb;
+      qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+      if (o.synd != syndrome::none) {
+        abandon_in_flight(qp, op->psn);  // ERR: the caller flushes the rest
+        return;
+      }
+    }
+    if (ops.empty()) qp.wire_busy.store(false, std::memory_order_release);
+    if (qp.state.load(std::memory_order_acquire) != state_of(qp_state::rts)) {
+      abandon_in_flight(qp, qp.wire_psn);  // moved to ERR from outside: flush everything
+      return;
+    }
+    // 2. Issue new WQEs while the window allows.
+    const uint64_t until = qp.stall_until.load(std::memory_order_relaxed);
+    if (until != 0 && now_ns() < until) {
+      res.deadline = until;
+      res.pending = true;
+      return;
+    }
+    const uint32_t producer = sq_producer(qp);
+    bool window_full = false;
+    while (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) {
+      if (issued == budget) {
+        res.pending = true;
+        break;
+      }
+      const uint32_t n = (producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff;
+      wqe_reader r(qp.sq, qp.log_sq, qp.sq_issued);
+      parsed_wqe w;
+      parse_ctrl(r, &w);
+      if (n > qp.sq_wqebbs() || w.nbb > n) {
+        // Producer bug (as in progress_qp), reported in order: once nothing is in flight.
+        if (!ops.empty()) break;
+        complete_send(qp, w, syndrome::local_qp_op, 0);
+        requester_error(qp);
+        qp.sq_ci += n;
+        qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+        abandon_in_flight(qp, qp.wire_psn);
+        res.worked = true;
+        return;
+      }
+      // A fenced WQE waits for everything before it (fence modes, PRM 6.4.4).
+      if ((w.fm_ce_se & prm::ctrl_flags::fence_mask) != 0 && !ops.empty()) break;
+      auto op = std::make_shared<wire::wire_op>();
+      op->sq_index = qp.sq_issued;
+      op->nbb = w.nbb;
+      op->opcode = w.opcode;
+      op->signaled = w.signaled();
+      syndrome synd;
+      std::shared_lock keys_lock(keys().lock());  // the local buffers stay registered while sent
+      if (precheck(qp, r, w, qp.sq_issued, &synd)) {
+        op->byte_cnt = static_cast<uint32_t>(w.length);
+        op->psn = qp.wire_psn;
+        const wire::issue_status st = qp.dev->wire->issue(qp, r, w, op);
+        if (st == wire::issue_status::busy) {
+          window_full = true;
+          break;
+        }
+        if (st == wire::issue_status::sent) ++qp.wire_psn;
+      } else {
+        op->byte_cnt = static_cast<uint32_t>(w.length);
+        op->result = {wire::outcome::done, synd};
+        op->done.store(true, std::memory_order_release);
+      }
+      ops.push_back(op);
+      qp.wire_busy.store(true, std::memory_order_release);
+      qp.sq_issued += w.nbb;
+      ++issued;
+      moved = true;
+      res.worked = true;
+    }
+    // Nothing of ours in flight: done, unless the connection held our next WQE back (a
+    // bind waits for responses owed to other QPs, or their requests fill the window);
+    // then we read those responses too, or nobody might.
+    if (ops.empty() && !window_full) return;
+    auto head_done = [&ops] { return !ops.empty() && ops.front()->done.load(std::memory_order_acquire); };
+    if (head_done()) continue;
+    // 3. Collect the responses that have come; block for one only where WQEs wait for
+    // room in the window and the caller is the thread that rang for them.
+    const bool block_window = mode == wire_wait::window && window_full;
+    const bool block_response = mode == wire_wait::response && !moved && !waited && !ops.empty();
+    qp.dev->wire->poll(qp, block_window ? window_wait_us : block_response ? response_wait_us : 0);
+    waited = waited || block_response;
+    if (head_done() || block_window || block_response) continue;
+    if (!moved || res.pending) {
+      res.pending = true;
+      res.wait_fd = qp.dev->wire->response_fd(qp);
+      return;
+    }
+  }
+}
+
 exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32_t* byte_cnt) {
   if (w.wqe_index != static_cast<uint16_t>(qp.sq_ci)) return {syndrome::local_qp_op, false};
   const syndrome ps = parse_segments(r, qp.max_inline, &w);
@@ -182,7 +331,6 @@ exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32
   // Held for the whole WQE: deregistration waits for it, so no MR goes away mid-copy.
   std::shared_lock keys_lock(keys().lock());
   if (!local_keys_ok(qp, w, local_write)) return {syndrome::local_prot, false};
-  if (qp.remote) return execute_remote(qp, r, w);
   std::shared_ptr<soft_qp> peer = resolve_peer(qp);
   if (!peer) return transport_retry(qp);
   std::unique_lock pl(peer->resp_mu);
@@ -220,6 +368,13 @@ bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
   const bool err = st == state_of(qp_state::err);
   if (err && dbr_rcv(qp) != (qp.rq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return true;
   if (!err && st != state_of(qp_state::rts)) return false;
+  if (!err && qp.wire_busy.load(std::memory_order_acquire)) {
+    // Requests in flight: responses to collect, unless a CPU thread polls this QP's CQ
+    // and so collects them (and issues what its doorbells left) itself (on_poll). The
+    // engine stays out of its way, and steps in once it has not polled for host_driven_ns.
+    const uint64_t polled = qp.host_polled_ns.load(std::memory_order_relaxed);
+    return polled == 0 || now - polled > host_driven_ns;
+  }
   if (sq_producer(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return false;
   const uint64_t until = qp.stall_until.load(std::memory_order_acquire);
   if (!err && until != 0 && now < until) {
@@ -229,7 +384,7 @@ bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
   return true;
 }
 
-progress_result progress_qp(soft_qp& qp, uint32_t budget) {
+progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   progress_result res;
   if (qp.destroyed) return res;
   uint32_t st = qp.state.load(std::memory_order_acquire);
@@ -243,6 +398,13 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget) {
   // The doorbell word is only a hint (PRM 3.5): the doorbell record is the truth (a gated
   // QP also stops at the last rung word: sq_producer).
   qp.last_uar = dev::arch::load_relaxed(qp.uar_db);
+  if (st == state_of(qp_state::err) && !qp.wire_ops.empty()) abandon_in_flight(qp, qp.wire_psn);
+  if (qp.remote && st == state_of(qp_state::rts)) {
+    progress_remote(qp, budget, wait, res);
+    if (!qp.wire_ops.empty() || qp.state.load(std::memory_order_acquire) == state_of(qp_state::rts)) {
+      return res;  // still RTS, or ERR with nothing in flight: the loop below flushes
+    }
+  }
   const uint32_t dbr = sq_producer(qp);
   for (uint32_t done = 0;; ++done) {
     const uint32_t n = (dbr - static_cast<uint32_t>(qp.sq_ci)) & 0xffff;

@@ -1,6 +1,8 @@
 // internal: the SQ executor. progress_qp() consumes the WQEs a QP's doorbell record
-// covers, in order, each to completion (which satisfies every fence mode), and writes
-// their CQEs; in ERR it flushes the SQ and RQ instead. The caller holds qp.exec_mu.
+// covers, in order, and writes their CQEs; in ERR it flushes the SQ and RQ instead. Local
+// peers: each WQE runs to completion before the next (which satisfies every fence mode).
+// Remote peers: WQEs are pipelined on the wire and complete in order; a fenced WQE waits
+// for every earlier one. The caller holds qp.exec_mu.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +15,20 @@ struct progress_result {
   bool worked = false;    // consumed WQEs or wrote CQEs
   bool pending = false;   // WQEs are left (budget spent or stalled)
   uint64_t deadline = 0;  // stalled until this steady-clock ns (0 = not stalled)
+  int wait_fd = -1;       // waiting for responses on this wire socket (poll it, no lock held)
 };
 
-progress_result progress_qp(soft_qp& qp, uint32_t budget);
+// Who may block in progress_qp, and on what. Only remote QPs (the wire) ever block.
+enum class wire_wait : uint8_t {
+  never,     // engine threads: a QP waiting for responses returns wait_fd instead
+  window,    // a CPU thread that rang the doorbell: WQEs that do not fit in the window
+             // wait for responses here, as a blocking send() would
+  response,  // a CPU thread polling an empty CQ: wait once (briefly) for a response
+};
+
+// Remote QPs keep up to config::wire_window requests in flight and retire them as their
+// responses come.
+progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait = wire_wait::never);
 
 // Lock-free check: does the QP have anything for the executor? (new WQEBBs, new receive
 // WQEs to flush in ERR, or a stall that has expired). *deadline gets a pending stall.

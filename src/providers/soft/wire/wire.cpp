@@ -1,7 +1,10 @@
 // The soft NIC's wires across processes and hosts (docs/soft-nic.md "Wires",
 // docs/wire-protocol.md). The requester side runs on the executor's thread: it sends one
-// request frame per WQE and waits for its response (stop-and-wait per connection, which
-// satisfies every fence mode). The responder side runs on the device's I/O thread and
+// request frame per WQE without waiting (up to the window), and any thread progressing a
+// QP of the connection reads the responses, which come in request order (a FIFO). Each
+// QP numbers its requests (PSN); the responder runs a pair's requests only in sequence,
+// so one that was refused (RNR, not ready) or failed holds back those pipelined behind
+// it, as on an RC link. The responder side runs on the device's I/O thread and
 // uses the same checks as the in-process responder (responder_impl.hpp) before it moves
 // any byte. Payload bytes move once: from the requester's registered memory into the
 // socket (writev) and from the socket into the validated target range (readv), or, on
@@ -25,8 +28,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <fstream>
-#include <set>
+#include <map>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -169,15 +173,117 @@ bool read_full(int fd, void* p, size_t len, uint64_t deadline_ms) {
   return readv_full(fd, &v, 1, deadline_ms);
 }
 
+// Bytes read from a socket ahead of need: one recv brings several small frames (a
+// pipelined peer sends them back to back), so each costs no syscall of its own. Payload
+// beyond what is buffered is read straight into its destination.
+struct rx_buffer {
+  // Small: what a recv brings beyond the frame's head is copied once more (a payload
+  // prefix), so the buffer only needs to hold a burst of small frames.
+  static constexpr size_t cap = 4096;
+  uint8_t b[cap];
+  size_t head = 0, tail = 0;
+  size_t size() const { return tail - head; }
+};
+
+// Reads what the socket has now, without waiting. 1: got bytes, 0: none yet, -1: EOF or
+// error.
+int rx_fill(int fd, rx_buffer& rb) {
+  if (rb.head == rb.tail) {
+    rb.head = rb.tail = 0;
+  } else if (rb.head != 0) {
+    std::memmove(rb.b, rb.b + rb.head, rb.size());
+    rb.tail -= rb.head;
+    rb.head = 0;
+  }
+  if (rb.tail == rx_buffer::cap) return 1;
+  const ssize_t r = ::recv(fd, rb.b + rb.tail, rx_buffer::cap - rb.tail, MSG_DONTWAIT);
+  if (r > 0) {
+    rb.tail += static_cast<size_t>(r);
+    return 1;
+  }
+  if (r == 0) return -1;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+}
+
+// Reads exactly the bytes iov[0..n) describe (the array is consumed): buffered bytes
+// first, then small remainders through the buffer and large ones straight from the
+// socket. False on EOF, error or deadline.
+bool rx_readv(int fd, rx_buffer& rb, iovec* iov, int n, uint64_t deadline_ms) {
+  for (;;) {
+    while (n > 0 && rb.size() != 0) {
+      const size_t k = iov->iov_len < rb.size() ? iov->iov_len : rb.size();
+      std::memcpy(iov->iov_base, rb.b + rb.head, k);
+      rb.head += k;
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + k;
+      iov->iov_len -= k;
+      if (iov->iov_len == 0) {
+        ++iov;
+        --n;
+      }
+    }
+    while (n > 0 && iov->iov_len == 0) {
+      ++iov;
+      --n;
+    }
+    if (n == 0) return true;
+    size_t left = 0;
+    for (int i = 0; i < n; ++i) left += iov[i].iov_len;
+    if (left >= 4096) return readv_full(fd, iov, n, deadline_ms);
+    const int f = rx_fill(fd, rb);
+    if (f < 0) return false;
+    if (f == 0 && !wait_fd(fd, POLLIN, deadline_ms)) return false;
+  }
+}
+
+bool rx_read(int fd, rx_buffer& rb, void* p, size_t len, uint64_t deadline_ms) {
+  iovec v{p, len};
+  return rx_readv(fd, rb, &v, 1, deadline_ms);
+}
+
 // Reads and drops `len` bytes (the payload of a request that was refused).
-bool drain(int fd, uint64_t len, uint64_t deadline_ms) {
+bool drain(int fd, rx_buffer& rb, uint64_t len, uint64_t deadline_ms) {
   uint8_t scratch[16384];
   while (len != 0) {
     const size_t n = len < sizeof(scratch) ? static_cast<size_t>(len) : sizeof(scratch);
-    if (!read_full(fd, scratch, n, deadline_ms)) return false;
+    if (!rx_read(fd, rb, scratch, n, deadline_ms)) return false;
     len -= n;
   }
   return true;
+}
+
+// Replies the server owes a peer, sent together once it has read every frame that came
+// (one syscall and one wake-up of the peer for a burst of pipelined requests, not one
+// each). Large replies (READ data) go at once, behind whatever is queued.
+struct tx_queue {
+  std::vector<uint8_t> bytes;
+  static constexpr size_t flush_at = 16384;
+};
+
+bool flush_replies(int fd, tx_queue& q, uint64_t deadline_ms) {
+  if (q.bytes.empty()) return true;
+  iovec v{q.bytes.data(), q.bytes.size()};
+  const bool ok = writev_full(fd, &v, 1, deadline_ms);
+  q.bytes.clear();
+  return ok;
+}
+
+bool send_reply(int fd, tx_queue& q, const iovec* v, int n, uint64_t deadline_ms) {
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += v[i].iov_len;
+  if (total <= 256) {
+    for (int i = 0; i < n; ++i) {
+      const auto* p = static_cast<const uint8_t*>(v[i].iov_base);
+      q.bytes.insert(q.bytes.end(), p, p + v[i].iov_len);
+    }
+    return q.bytes.size() < tx_queue::flush_at || flush_replies(fd, q, deadline_ms);
+  }
+  iovec all[4];
+  int k = 0;
+  if (!q.bytes.empty()) all[k++] = {q.bytes.data(), q.bytes.size()};
+  for (int i = 0; i < n && k < 4; ++i) all[k++] = v[i];
+  const bool ok = writev_full(fd, all, k, deadline_ms);
+  q.bytes.clear();
+  return ok;
 }
 
 void tune(int fd, bool tcp) {
@@ -231,16 +337,26 @@ struct server_conn {
   pid_t pid = 0;  // the peer process (unix sockets: from the kernel, SO_PEERCRED)
   bool hello = false;
   bool cma = false;
-  std::set<uint64_t> bound;  // (src << 32 | dst) pairs this peer proved the token for
+  // (src << 32 | dst) pairs this peer proved the token for, each with the PSN of the next
+  // request it may execute (the bind sets it; requests out of sequence are dropped).
+  std::map<uint64_t, uint32_t> expect;
+  rx_buffer rx;
+  tx_queue tx;
 };
 
 struct client_conn {
-  std::mutex mu;  // one request in flight per connection
+  // The socket, the FIFO and the receive buffer. Lock order: the key table's shared lock
+  // (when taken) before this.
+  std::mutex mu;
   int fd = -1;
   bool cma = false;
-  bool dead = false;
-  uint32_t seq = 0;
-  std::set<uint64_t> bound;
+  std::atomic<bool> dead{false};
+  uint32_t seq = 0;  // binds
+  // Requests sent and not yet answered, oldest first: the server answers in this order.
+  std::deque<std::shared_ptr<wire_op>> fifo;
+  uint64_t resp_bytes = 0;  // bytes the responses in the FIFO may still bring
+  uint64_t req_bytes = 0;   // payload bytes of the requests in the FIFO
+  rx_buffer rx;
   ~client_conn() {
     if (fd >= 0) ::close(fd);
   }
@@ -352,7 +468,7 @@ void endpoint::run() {
       auto it = conns_.find(fd);
       if (it == conns_.end()) continue;
       server_conn& c = *it->second;
-      if (!serve_frame(c)) {
+      if (!serve_ready(c)) {
         // A frame that breaks the protocol after authentication moves every QP bound on
         // the connection to ERR; an unauthenticated peer has none, and a peer that just
         // hung up is not an error of the responder (RC responders are silent).
@@ -385,7 +501,7 @@ void endpoint::close_conn(int fd, bool poison) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   if (poison) {
-    for (uint64_t k : it->second->bound) {
+    for (const auto& [k, psn] : it->second->expect) {
       std::shared_ptr<soft_qp> q = qps().find(static_cast<uint32_t>(k));
       if (!q || q->dev != &dev_) continue;
       std::lock_guard lk(q->resp_mu);
@@ -402,6 +518,8 @@ namespace {
 // Moves the bytes of one request at the responder: from the socket, or across processes.
 struct server_xfer {
   int fd;
+  rx_buffer& rx;
+  tx_queue& tx;
   pid_t pid;
   bool cma;
   std::span<const iov_entry> iovs;  // cma: the requester's buffers
@@ -437,7 +555,7 @@ struct server_xfer {
       return !failed;
     }
     consumed = true;
-    if (!readv_full(fd, local.data(), static_cast<int>(local.size()), deadline)) failed = true;
+    if (!rx_readv(fd, rx, local.data(), static_cast<int>(local.size()), deadline)) failed = true;
     return !failed;
   }
   void read_out(const uint8_t* from, uint64_t n) {
@@ -453,12 +571,12 @@ struct server_xfer {
         return;
       }
       iovec v{&h, sizeof(h)};
-      if (!writev_full(fd, &v, 1, deadline)) failed = true;
+      if (!send_reply(fd, tx, &v, 1, deadline)) failed = true;
       return;
     }
     h.length = static_cast<uint32_t>(n);
     iovec v[2] = {{&h, sizeof(h)}, {const_cast<uint8_t*>(from), static_cast<size_t>(n)}};
-    if (!writev_full(fd, v, 2, deadline)) failed = true;
+    if (!send_reply(fd, tx, v, 2, deadline)) failed = true;
   }
   void atomic_result(uint64_t v) {
     old = v;
@@ -468,28 +586,42 @@ struct server_xfer {
 
 }  // namespace
 
+bool endpoint::serve_ready(server_conn& c) {
+  // Every frame that has arrived, not just one: a pipelined peer sends many back to back,
+  // and level-triggered epoll would otherwise cost one wake-up per frame. Bytes left in
+  // rx would never wake epoll again, so this returns only with none buffered.
+  for (;;) {
+    if (c.rx.size() == 0) {
+      const int f = rx_fill(c.fd, c.rx);
+      if (f < 0) return false;
+      if (f == 0) return flush_replies(c.fd, c.tx, now_ms() + dev_.cfg.wire_timeout_ms);
+    }
+    if (!serve_frame(c)) return false;
+  }
+}
+
 bool endpoint::serve_frame(server_conn& c) {
   const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
   // Every rule about what a frame may say is in wire_frame.cpp (shared with the fuzzer);
   // this function only reads the bytes those rules ask for and acts on the answer.
   uint8_t raw[sizeof(frame_hdr)];
   frame_hdr h{};
-  if (!read_full(c.fd, raw, sizeof(raw), deadline) || !parse_header(raw, sizeof(raw), &h)) return false;
+  if (!rx_read(c.fd, c.rx, raw, sizeof(raw), deadline) || !parse_header(raw, sizeof(raw), &h)) return false;
   if (!server_accepts(h, c.hello)) return false;
   const auto t = static_cast<ftype>(h.type);
   if (t == ftype::hello) {
     hello_body b{};
-    if (!read_full(c.fd, &b, sizeof(b), deadline)) return false;
+    if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
     c.hello = true;
     c.cma = c.unix_sock && c.pid > 0 && b.want_cma != 0 && dev_.cfg.wire != "tcp" && cma_works();
     frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
     hello_ok_body ob{c.cma ? 1u : 0u, 0};
     iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
-    return writev_full(c.fd, v, 2, deadline);
+    return send_reply(c.fd, c.tx, v, 2, deadline);
   }
   if (t == ftype::bind) {
     bind_body b{};
-    if (!read_full(c.fd, &b, sizeof(b), deadline)) return false;
+    if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
     std::shared_ptr<soft_qp> q = qps().find(h.dst_qpn);
     bool ready = false;
     if (q && q->dev == &dev_) {
@@ -502,12 +634,13 @@ bool endpoint::serve_frame(server_conn& c) {
         ready = q->attr.dest_qp_num == h.src_qpn;
       }
     }
-    if (ready) c.bound.insert(pair_key(h.src_qpn, h.dst_qpn));
+    if (ready) c.expect[pair_key(h.src_qpn, h.dst_qpn)] = h.seq;  // the requester's next PSN
     frame_hdr r = make_hdr(ready ? ftype::bind_ok : ftype::bind_nak, 0, h.src_qpn, h.dst_qpn, h.seq);
     iovec v{&r, sizeof(r)};
-    return writev_full(c.fd, &v, 1, deadline);
+    return send_reply(c.fd, c.tx, &v, 1, deadline);
   }
-  if (!c.bound.count(pair_key(h.src_qpn, h.dst_qpn))) return false;  // a request: bound pair only
+  const auto bound = c.expect.find(pair_key(h.src_qpn, h.dst_qpn));
+  if (bound == c.expect.end()) return false;  // a request: bound pair only
 
   // Validate every field before using any of it: the fixed body first, then the iov list
   // it announces (parse_request says how many bytes it needs; at most 64 + 30 * 16).
@@ -516,7 +649,7 @@ bool endpoint::serve_frame(server_conn& c) {
   size_t have = 0;
   parse_status ps = parse_request(h, head, have, c.cma, &rq);
   while (ps == parse_status::need_more) {
-    if (!read_full(c.fd, head + have, rq.head_bytes - have, deadline)) return false;
+    if (!rx_read(c.fd, c.rx, head + have, rq.head_bytes - have, deadline)) return false;
     have = rq.head_bytes;
     ps = parse_request(h, head, have, c.cma, &rq);
   }
@@ -526,10 +659,13 @@ bool endpoint::serve_frame(server_conn& c) {
   const uint64_t payload = rq.payload;
   const std::span<const iov_entry> iovs(rq.iov, b.n_iov);
 
-  server_xfer x{c.fd, c.pid, cma, iovs, payload, deadline, h};
+  server_xfer x{c.fd, c.rx, c.tx, c.pid, cma, iovs, payload, deadline, h};
   respond_result rr{};
-  bool dropped = false;
-  {
+  // Requests of a pair run in PSN order, as on an RC link: after a request that was not
+  // executed (dropped, RNR) or failed, the ones the requester had already pipelined
+  // behind it are dropped until it sends that PSN again (or, after an error, never).
+  bool dropped = h.seq != bound->second;
+  if (!dropped) {
     std::shared_ptr<soft_qp> q = qps().find(h.dst_qpn);
     // Held while bytes move: deregistration waits for us (as for the in-process wire).
     std::shared_lock kl(keys().lock());
@@ -557,7 +693,8 @@ bool endpoint::serve_frame(server_conn& c) {
     }
   }
   if (x.failed) return false;
-  if (!x.consumed && payload != 0 && !drain(c.fd, payload, deadline)) return false;
+  if (!dropped && !rr.rnr && rr.req == syndrome::none) bound->second = h.seq + 1;
+  if (!x.consumed && payload != 0 && !drain(c.fd, c.rx, payload, deadline)) return false;
   if (x.responded) return true;
   frame_hdr r = make_hdr(ftype::response, 0, h.src_qpn, h.dst_qpn, h.seq);
   r.syndrome = static_cast<uint8_t>(rr.req);
@@ -568,7 +705,7 @@ bool endpoint::serve_frame(server_conn& c) {
   }
   r.length = x.has_old && rr.req == syndrome::none ? 8 : 0;
   iovec v[2] = {{&r, sizeof(r)}, {&x.old, 8}};
-  return writev_full(c.fd, v, r.length != 0 ? 2 : 1, deadline);
+  return send_reply(c.fd, c.tx, v, r.length != 0 ? 2 : 1, deadline);
 }
 
 // ---- the requester side ---------------------------------------------------------------
@@ -646,34 +783,153 @@ std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why
   return c;
 }
 
-outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
+namespace {
+
+// The connection broke, or its peer stopped answering: every request in flight on it
+// fails (the executor turns that into TRANSPORT_RETRY_EXC and flushes). Caller holds mu.
+void kill_locked(client_conn& c) {
+  c.dead.store(true, std::memory_order_release);
+  ::shutdown(c.fd, SHUT_RDWR);
+  for (const std::shared_ptr<wire_op>& op : c.fifo) {
+    op->result = {outcome::fatal};
+    op->done.store(true, std::memory_order_release);
+  }
+  c.fifo.clear();
+  c.resp_bytes = 0;
+  c.req_bytes = 0;
+}
+
+constexpr uint64_t response_overhead = sizeof(frame_hdr);
+// Response bytes the requests in flight may bring back at most. The server writes every
+// response in full before it reads the next request; as long as what it owes us fits in
+// the socket buffers, it never blocks on us, so it keeps reading, so our sends never block
+// on it: no deadlock even though requests and responses share one connection.
+constexpr uint64_t response_budget = 64 * 1024;
+
+// Places the data of a successful READ response (or an atomic's old value) where the WQE
+// said, after checking again that those local buffers are still registered: the user may
+// have deregistered them while the request was in flight (as on a NIC: a local
+// protection error).
+bool place_response(client_conn& c, wire_op& op, uint64_t len, uint64_t deadline, syndrome* s) {
+  bool keys_ok = true;
+  for (uint32_t i = 0; i < op.num_sg; ++i) {
+    const gather_entry& g = op.sg[i];
+    if (g.length != 0 && !keys().local_range_ok(g.lkey, op.pdn, g.addr, g.length, true)) keys_ok = false;
+  }
+  if (!keys_ok) {
+    *s = syndrome::local_prot;
+    return drain(c.fd, c.rx, len, deadline);
+  }
+  if (op.atomic_size != 0) {
+    uint64_t old = 0;
+    if (!rx_read(c.fd, c.rx, &old, 8, deadline)) return false;
+    // Host order, as the in-process wire (IBV_ATOMIC_HCA mode, PRM 6.4).
+    std::memcpy(reinterpret_cast<void*>(op.sg[0].addr), &old, op.atomic_size);
+    return true;
+  }
+  iovec out[max_gather];
+  int n = 0;
+  for (uint32_t i = 0; i < op.num_sg; ++i) out[n++] = {reinterpret_cast<void*>(op.sg[i].addr), op.sg[i].length};
+  return rx_readv(c.fd, c.rx, out, n, deadline);
+}
+
+// Reads every response that has arrived and finishes its op. Caller holds the key table's
+// shared lock and c.mu. Returns how many ops it finished.
+uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
+  uint32_t got = 0;
+  bool filled = false;
+  uint64_t deadline = 0;  // read from the clock once, when first needed
+  while (!c.dead.load(std::memory_order_relaxed)) {
+    if (c.rx.size() == 0) {
+      // One recv per call: another would mostly find nothing (a syscall for EAGAIN).
+      if (filled) break;
+      filled = true;
+      const int f = rx_fill(c.fd, c.rx);
+      if (f < 0) {
+        kill_locked(c);
+        break;
+      }
+      if (f == 0) break;
+    }
+    if (deadline == 0) deadline = now_ms() + timeout_ms;
+    frame_hdr rh{};
+    if (c.fifo.empty() || !rx_read(c.fd, c.rx, &rh, sizeof(rh), deadline)) {
+      kill_locked(c);  // bytes nobody asked for, or a response cut short
+      break;
+    }
+    std::shared_ptr<wire_op> op = c.fifo.front();
+    frame_hdr req = make_hdr(ftype::request, 0, op->src_qpn, op->dst_qpn, op->psn);
+    const response_kind rk = check_response(rh, req, op->resp_len);
+    if (rk == response_kind::bad) {
+      kill_locked(c);
+      break;
+    }
+    outcome o{outcome::done};
+    if (rk == response_kind::drop) o = {outcome::retry};
+    if (rk == response_kind::rnr) o = {outcome::rnr, syndrome::none, rh.rnr_timer};
+    if (rk == response_kind::done) {
+      o.synd = static_cast<syndrome>(rh.syndrome);
+      if (rh.length != 0 && !place_response(c, *op, rh.length, deadline, &o.synd)) {
+        kill_locked(c);
+        break;
+      }
+    }
+    c.fifo.pop_front();
+    c.resp_bytes -= op->resp_len + response_overhead;
+    c.req_bytes -= op->req_len;
+    op->result = o;
+    op->done.store(true, std::memory_order_release);
+    ++got;
+  }
+  return got;
+}
+
+}  // namespace
+
+issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {
+  auto finish_now = [&op](outcome o) {
+    op->result = o;
+    op->done.store(true, std::memory_order_release);
+    return issue_status::now;
+  };
   std::string why;
-  if (!listening_.load(std::memory_order_acquire) && !listen(&why)) return {outcome::fatal};
-  address a;
-  std::memcpy(a.data(), qp.attr.av.dgid, 16);
-  std::shared_ptr<client_conn> c = client(a, &why);
-  if (!c) return {outcome::fatal};  // nobody listens there: the peer is gone
+  if (!listening_.load(std::memory_order_acquire) && !listen(&why)) return finish_now({outcome::fatal});
+  std::shared_ptr<client_conn> c = qp.wire_conn;
+  if (!c || c->dead.load(std::memory_order_acquire)) {
+    // The executor retires every op of a dead connection (fatal) before it issues again,
+    // so nothing of this QP is in flight on the old one.
+    address a;
+    std::memcpy(a.data(), qp.attr.av.dgid, 16);
+    c = client(a, &why);
+    if (!c) return finish_now({outcome::fatal});  // nobody listens there: the peer is gone
+    qp.wire_conn = c;
+    qp.wire_bound = false;
+  }
   std::lock_guard lk(c->mu);
-  if (c->dead) return {outcome::fatal};
+  if (c->dead.load(std::memory_order_relaxed)) return finish_now({outcome::fatal});
   const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
   auto fail = [&] {
-    c->dead = true;
-    ::shutdown(c->fd, SHUT_RDWR);
-    return outcome{outcome::fatal};
+    kill_locked(*c);
+    return finish_now({outcome::fatal});
   };
   const uint32_t src = qp.qpn, dst = qp.attr.dest_qp_num;
-  if (!c->bound.count(pair_key(src, dst))) {
-    frame_hdr h = make_hdr(ftype::bind, sizeof(bind_body), src, dst, ++c->seq);
+  if (!qp.wire_bound) {
+    // The bind's reply must be the next frame we read: wait until nothing is in flight.
+    if (!c->fifo.empty()) return issue_status::busy;
+    // The bind carries our next PSN: the responder expects it from this pair.
+    frame_hdr h = make_hdr(ftype::bind, sizeof(bind_body), src, dst, op->psn);
     bind_body b{};
     std::memcpy(b.token, qp.attr.av.token, 16);
     iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
     frame_hdr rh{};
-    if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline)) return fail();
+    if (!writev_full(c->fd, v, 2, deadline) || !rx_read(c->fd, c->rx, &rh, sizeof(rh), deadline)) return fail();
     const bind_reply br = check_bind_reply(rh, h.seq);
-    if (br == bind_reply::nak) return {outcome::retry};  // peer QP not ready yet
+    if (br == bind_reply::nak) return finish_now({outcome::retry});  // peer QP not ready yet
     if (br != bind_reply::ok) return fail();
-    c->bound.insert(pair_key(src, dst));
+    qp.wire_bound = true;
   }
+  const uint32_t window = dev_.cfg.wire_window == 0 ? 1 : dev_.cfg.wire_window;
+  if (c->fifo.size() >= window) return issue_status::busy;
 
   const bool atomic = w.atomic_size != 0;
   const bool read = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read);
@@ -681,9 +937,14 @@ outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w)
   bool all_pointers = true;
   for (uint32_t i = 0; i < w.num_sg; ++i) all_pointers = all_pointers && !w.sg[i].is_inline;
   const bool cma = c->cma && (payload_op || read) && all_pointers && w.length >= dev_.cfg.shm_single_copy_min;
-  if (!cma && w.length > max_body - sizeof(request_body)) return {outcome::done, syndrome::local_length};
+  if (!cma && w.length > max_body - sizeof(request_body)) return finish_now({outcome::done, syndrome::local_length});
+  const uint64_t resp_len = read && !cma ? w.length : atomic ? 8 : 0;
+  // A response bigger than the budget goes alone: nothing else in flight with it.
+  if (!c->fifo.empty() && c->resp_bytes + resp_len + response_overhead > response_budget) return issue_status::busy;
+  const uint64_t req_len = payload_op && !cma ? w.length : 0;  // bytes in the socket
+  if (c->fifo.size() >= 2 && c->req_bytes + req_len > dev_.cfg.wire_window_bytes) return issue_status::busy;
 
-  frame_hdr h = make_hdr(ftype::request, sizeof(request_body), src, dst, ++c->seq);
+  frame_hdr h = make_hdr(ftype::request, sizeof(request_body), src, dst, op->psn);
   h.opcode = w.opcode;
   h.fm_ce_se = w.fm_ce_se;
   request_body b{};
@@ -715,7 +976,7 @@ outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w)
       const gather_entry& g = w.sg[i];
       if (g.length == 0) continue;
       if (g.is_inline) {
-        if (inl_used + g.length > sizeof(inl)) return {outcome::done, syndrome::local_qp_op};
+        if (inl_used + g.length > sizeof(inl)) return finish_now({outcome::done, syndrome::local_qp_op});
         r.copy_out(g.inline_off, inl + inl_used, g.length);
         v[nv++] = {inl + inl_used, g.length};
         inl_used += g.length;
@@ -752,26 +1013,46 @@ outcome endpoint::execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w)
   if (!writev_full(c->fd, v, nv, deadline)) return fail();
   if (drop_after_send) ::shutdown(c->fd, SHUT_RDWR);
 
-  frame_hdr rh{};
-  if (!read_full(c->fd, &rh, sizeof(rh), deadline)) return fail();
-  const response_kind rk = check_response(rh, h, read && !cma ? w.length : atomic ? 8 : 0);
-  if (rk == response_kind::bad) return fail();
-  if (rk == response_kind::drop) return {outcome::retry};
-  if (rk == response_kind::rnr) return {outcome::rnr, syndrome::none, rh.rnr_timer};
-  const auto s = static_cast<syndrome>(rh.syndrome);
-  const uint64_t expect = rh.length;
-  if (expect != 0 && read) {
-    iovec out[max_gather];
-    int n = 0;
-    for (uint32_t i = 0; i < w.num_sg; ++i) out[n++] = {reinterpret_cast<void*>(w.sg[i].addr), w.sg[i].length};
-    if (!readv_full(c->fd, out, n, deadline)) return fail();
-  } else if (expect != 0) {
-    uint64_t old = 0;
-    if (!read_full(c->fd, &old, 8, deadline)) return fail();
-    // Host order, as the in-process wire (IBV_ATOMIC_HCA mode, PRM 6.4).
-    std::memcpy(reinterpret_cast<void*>(w.sg[0].addr), &old, w.atomic_size);
+  op->src_qpn = src;
+  op->dst_qpn = dst;
+  op->resp_len = resp_len;
+  op->pdn = qp.pd->pdn;
+  op->atomic_size = w.atomic_size;
+  op->num_sg = 0;
+  if (resp_len != 0) {
+    op->num_sg = w.num_sg;
+    for (uint32_t i = 0; i < w.num_sg; ++i) op->sg[i] = w.sg[i];
   }
-  return {outcome::done, s};
+  op->sent_ms = now_ms();
+  op->req_len = req_len;
+  c->fifo.push_back(op);
+  c->resp_bytes += resp_len + response_overhead;
+  c->req_bytes += req_len;
+  return issue_status::sent;
+}
+
+int endpoint::response_fd(const soft_qp& qp) const { return qp.wire_conn ? qp.wire_conn->fd : -1; }
+
+void endpoint::poll(soft_qp& qp, uint32_t wait_us) {
+  std::shared_ptr<client_conn> c = qp.wire_conn;
+  if (!c) return;
+  const uint32_t timeout_ms = dev_.cfg.wire_timeout_ms;
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::shared_lock kl(keys().lock());  // READ data lands in registered memory
+      std::lock_guard lk(c->mu);
+      if (c->dead.load(std::memory_order_relaxed) || read_responses_locked(*c, timeout_ms) != 0 || c->fifo.empty()) return;
+      if (now_ms() - c->fifo.front()->sent_ms > timeout_ms) {
+        kill_locked(*c);  // the peer stopped answering (dead process, dropped link)
+        return;
+      }
+    }
+    if (round == 1 || wait_us == 0) return;
+    // Wait without the lock: other QPs on this connection keep sending meanwhile.
+    pollfd p{c->fd, POLLIN, 0};
+    const timespec ts{0, static_cast<long>(wait_us) * 1000};
+    (void)::ppoll(&p, 1, &ts, nullptr);
+  }
 }
 
 }  // namespace gdaki::soft::wire

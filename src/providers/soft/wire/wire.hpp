@@ -1,8 +1,10 @@
 // internal: wires to soft devices in other processes (same host: unix socket for control
 // plus cross-process single copies) and other hosts (TCP). One endpoint per open device:
 // a listener and one I/O thread (epoll) serve every incoming connection and every QP on
-// them; outgoing connections are cached per remote device and used by the executor, one
-// WQE at a time per connection (stop-and-wait).
+// them; outgoing connections are cached per remote device and shared by every QP that
+// talks to it. Requests are pipelined: the executor issues up to config::wire_window of
+// them per connection, and responses come back in the order the requests were sent, so
+// the connection keeps its requests in flight in one FIFO (docs/soft-nic.md, Wires).
 #pragma once
 
 #include <array>
@@ -39,6 +41,35 @@ struct outcome {
 struct server_conn;
 struct client_conn;
 
+// One request in flight: issued by the executor (which holds it in the QP's list, in SQ
+// order) and finished by whichever thread reads its response from the connection.
+struct wire_op {
+  // The executor's: which WQE this is and what its CQE needs.
+  uint64_t sq_index = 0;  // qp.sq_ci of the WQE
+  uint32_t nbb = 0;
+  uint8_t opcode = 0;
+  bool signaled = false;
+  uint32_t byte_cnt = 0;
+  // The response's outcome; `done` is stored last (release) by the reader.
+  std::atomic<bool> done{false};
+  outcome result;
+  // The wire's: the request as sent and where its response's bytes go.
+  uint32_t src_qpn = 0, dst_qpn = 0, psn = 0;
+  uint64_t resp_len = 0;  // body bytes a successful response carries (READ data, atomic value)
+  uint64_t req_len = 0;   // payload bytes the request carried (flow control)
+  uint32_t pdn = 0;       // the requester's PD (the placement re-checks local keys)
+  uint32_t atomic_size = 0;
+  uint32_t num_sg = 0;
+  gather_entry sg[max_gather];
+  uint64_t sent_ms = 0;
+};
+
+enum class issue_status : uint8_t {
+  sent,  // in flight: its response finishes it
+  busy,  // the connection's window is full, or it must drain first: poll, then try again
+  now,   // finished at once (no peer, handshake failed, too long): see the op's result
+};
+
 class endpoint {
  public:
   explicit endpoint(soft_device& d);
@@ -50,13 +81,24 @@ class endpoint {
   bool listen(std::string* why);
   address local_address();
 
-  // Executes w (parsed; local keys checked) at the remote peer of qp. The caller holds
-  // qp.exec_mu and the key table's shared lock (so the local buffers stay registered).
-  outcome execute(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w);
+  // Sends the request of WQE w (parsed; local keys checked) to the remote peer of qp
+  // without waiting for the response, as request number op.psn of the QP. The caller
+  // holds qp.exec_mu and the key table's shared lock (so the local buffers stay
+  // registered while payload bytes are sent).
+  issue_status issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op);
+  // Reads the responses that have arrived on qp's connection and finishes their ops (of
+  // any QP sharing the connection). When none has arrived, waits up to wait_us for one.
+  // A connection that broke, or whose oldest request went unanswered for
+  // config::wire_timeout_ms, finishes all its ops as fatal.
+  void poll(soft_qp& qp, uint32_t wait_us);
+  // The socket qp's responses arrive on (-1 if none), for a caller that waits without
+  // holding the QP. The number may be stale by the time it is polled: a spurious wake-up.
+  int response_fd(const soft_qp& qp) const;
 
  private:
   void run();
   void accept_one(int lfd, bool unix_sock);
+  bool serve_ready(server_conn& c);  // serves the frames that have arrived; false: close
   bool serve_frame(server_conn& c);  // false: close the connection
   void close_conn(int fd, bool poison);
   std::shared_ptr<client_conn> client(const address& a, std::string* why);
