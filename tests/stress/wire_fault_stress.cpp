@@ -18,8 +18,9 @@
 //     killed every pair; each error arrives within the wire timeout (+ slack) of the later
 //     of the fault and the failed WQE's posting;
 //   - data: a shadow of each pair's target range; reads and atomic old values must match
-//     it where it is known (a WQE that failed with the request possibly delivered makes
-//     its range unknown until read again); the peer's guard pages never change;
+//     it where it is known (a WQE that failed or was flushed may have been delivered:
+//     requests are pipelined; its range is unknown until read again); the peer's guard
+//     pages never change;
 //   - after a fault every pair is rebuilt with new QPs (a killed peer is restarted first)
 //     and the run goes on; a watchdog aborts after GDAKI_WIRE_STRESS_WATCHDOG_S (60) s
 //     without progress.
