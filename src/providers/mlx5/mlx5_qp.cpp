@@ -11,6 +11,7 @@
 #include "gdaki/device/wqe.hpp"
 #include "gdaki/prm/wqe.hpp"
 #include "gpu/cuda_driver.hpp"
+#include "../../verbs/sq_geometry.hpp"
 #include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
 #include "mlx5_prm_cmd.hpp"
@@ -170,23 +171,10 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
     *why = "the CQs belong to another device";
     return status::invalid;
   }
-  if (in.max_send_sge > 30 || in.max_recv_sge > 30) {
-    *why = "max_send_sge / max_recv_sge above 30";
-    return status::invalid;
-  }
-  uint32_t wqebbs = dev::wqebbs_rdma(in.max_send_sge);
-  wqebbs = std::max(wqebbs, dev::wqebbs_write_inline(in.max_inline));
-  wqebbs = std::max(wqebbs, dev::wqebbs_masked_cs(8));
-  if (wqebbs > prm::max_wqebbs_per_wqe) {
-    *why = "max_inline " + std::to_string(in.max_inline) + " / max_send_sge " + std::to_string(in.max_send_sge) +
-           " need a WQE larger than 16 WQEBBs";
-    return status::invalid;
-  }
-  const uint32_t sq_n = std::bit_ceil(in.sq_wqebbs);
-  if (sq_n < wqebbs) {
-    *why = "sq_wqebbs " + std::to_string(sq_n) + " cannot hold the largest WQE (" + std::to_string(wqebbs) + " WQEBBs)";
-    return status::invalid;
-  }
+  verbs::detail::sq_geometry geo;
+  if (!verbs::detail::check_sq_geometry(in, &geo, why)) return status::invalid;
+  const uint32_t wqebbs = geo.max_wqe_wqebbs;
+  const uint32_t sq_n = geo.sq_wqebbs;
   // The NIC finds the SQ right after the RQ in one work-queue buffer, so the two rings
   // share sq_ring's placement.
   if (in.rq_ring.buffer != nullptr && in.rq_ring.buffer != in.sq_ring.buffer) {

@@ -9,6 +9,7 @@
 #include "gdaki/device/arch.hpp"
 #include "gdaki/device/wqe.hpp"
 #include "gdaki/prm/dbr.hpp"
+#include "../../verbs/sq_geometry.hpp"
 #include "soft_objects.hpp"
 #include "soft_ops.hpp"
 #include "soft_tables.hpp"
@@ -35,25 +36,10 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
     *why = "the CQs belong to another device";
     return status::invalid;
   }
-  if (in.max_send_sge > 30 || in.max_recv_sge > 30) {
-    *why = "max_send_sge / max_recv_sge above the device's max_sge 30";
-    return status::invalid;
-  }
-  // The largest WQE this QP may post: a WRITE with max_send_sge pointers, an inline WRITE
-  // of max_inline bytes, or an 8-byte masked CS (2 WQEBBs).
-  uint32_t wqebbs = dev::wqebbs_rdma(in.max_send_sge);
-  wqebbs = std::max(wqebbs, dev::wqebbs_write_inline(in.max_inline));
-  wqebbs = std::max(wqebbs, dev::wqebbs_masked_cs(8));
-  if (wqebbs > prm::max_wqebbs_per_wqe) {
-    *why = "max_inline " + std::to_string(in.max_inline) + " / max_send_sge " + std::to_string(in.max_send_sge) +
-           " need a WQE larger than 16 WQEBBs";
-    return status::invalid;
-  }
-  const uint32_t sq_n = std::bit_ceil(in.sq_wqebbs);
-  if (sq_n < wqebbs) {
-    *why = "sq_wqebbs " + std::to_string(sq_n) + " cannot hold the largest WQE (" + std::to_string(wqebbs) + " WQEBBs)";
-    return status::invalid;
-  }
+  verbs::detail::sq_geometry geo;
+  if (!verbs::detail::check_sq_geometry(in, &geo, why)) return status::invalid;
+  const uint32_t wqebbs = geo.max_wqe_wqebbs;
+  const uint32_t sq_n = geo.sq_wqebbs;
   auto q = std::make_shared<soft_qp>();
   q->ops = &ops;
   q->dev = p->dev;
