@@ -46,11 +46,22 @@ struct node {
   verbs::pd pd;
   verbs::cq scq, rcq;
   verbs::qp qp;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(buf_bytes, 1);
+  // The registered buffer: plain memory (the shm wire then moves data by cross-process
+  // copies) or alloc_shared() memory (the peer maps it and copies with memcpy).
+  bool shared = false;
+  std::vector<uint8_t> plain;
+  uint8_t* buf = nullptr;
   verbs::mr mr;
   dev::cq_handle hs{}, hr{};
   dev::qp_handle h{};
-  explicit node(const char* wire) {
+  node(const char* wire, bool shared_memory) : shared(shared_memory) {
+    if (shared) {
+      buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(buf_bytes));
+    } else {
+      plain.assign(buf_bytes, 0);
+      buf = plain.data();
+    }
+    std::memset(buf, 1, buf_bytes);
     gdaki::soft::config c = gdaki::soft::get_config();
     c.wire = wire;
     gdaki::soft::set_config(c);
@@ -65,15 +76,21 @@ struct node {
     qi.recv_cq = &rcq;
     qi.sq_wqebbs = 256;
     qp = verbs::qp(pd, qi);
-    mr = verbs::mr(pd, buf.data(), buf.size(), verbs::access::all);
+    mr = verbs::mr(pd, buf, buf_bytes, verbs::access::all);
   }
+  ~node() {
+    mr = verbs::mr();
+    if (shared) gdaki::soft::free_shared(buf);
+  }
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
   blob mine() const {
     blob b{};
     const auto a = gdaki::soft::local_address(d);
     std::memcpy(b.address, a.data(), 16);
     b.qpn = qp.qpn();
     b.rkey = mr.rkey();
-    b.buf = reinterpret_cast<uint64_t>(buf.data());
+    b.buf = reinterpret_cast<uint64_t>(buf);
     return b;
   }
   void connect(const blob& peer) {
@@ -107,7 +124,7 @@ double median(const std::vector<double>& v) { return gdaki_bench::summarize(v).m
 // spends its waits inside the doorbell, blocked on the socket, as a blocking send()
 // would, rather than spinning on the CQ against the peer for the CPU.
 double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth) {
-  const dev::sge g{reinterpret_cast<uint64_t>(n.buf.data()), static_cast<uint32_t>(size), n.mr.lkey()};
+  const dev::sge g{reinterpret_cast<uint64_t>(n.buf), static_cast<uint32_t>(size), n.mr.lkey()};
   const auto t0 = clk::now();
   size_t posted = 0, completed = 0;
   auto reap = [&] {
@@ -133,14 +150,14 @@ double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth
   return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
 }
 
-void wire_bench(const char* wire, int runs, size_t bytes_per_run, size_t depth, double out[2]) {
+void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, size_t depth, double out[2]) {
   gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
   const uint16_t port = srv.port();
   const pid_t child = ::fork();
   if (child == 0) {
     int rc = 0;
     try {
-      node t(wire);
+      node t(wire, shared);
       gdaki::oob::tcp_exchange x = gdaki::oob::tcp_exchange::connect("127.0.0.1", port);
       const blob peer = blob_of(x.recv());
       t.connect(peer);
@@ -152,7 +169,7 @@ void wire_bench(const char* wire, int runs, size_t bytes_per_run, size_t depth, 
     ::_exit(rc);
   }
   {
-    node n(wire);
+    node n(wire, shared);
     srv.accept();
     srv.send(bytes_of(n.mine()));
     const blob t = blob_of(srv.recv());
@@ -254,33 +271,37 @@ int main(int argc, char** argv) {
   gdaki_bench::add_common_options(app, o);
   app.add_option("--mib-per-run", mib, "MiB written per run and size")->check(CLI::Range(1, 65536))->capture_default_str();
   app.add_option("--depth", depth, "WRITEs kept posted (the SQ holds 256)")->check(CLI::Range(1, 256))->capture_default_str();
-  app.add_option("--only", only, "measure one wire and its ceiling: shm, tcp, or all")
-      ->check(CLI::IsMember({"all", "shm", "tcp"}))
+  app.add_option("--only", only, "measure one wire and its ceiling: shm (both paths), map (mapped path), tcp, or all")
+      ->check(CLI::IsMember({"all", "shm", "map", "tcp"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const int runs = static_cast<int>(o.runs);
   const bool json = o.json;
   const size_t bytes = mib << 20;
-  double shm[2] = {}, tcp[2] = {}, mc[2] = {}, raw[2] = {};
-  if (only != "tcp") memcpy_bench(runs, bytes, mc);
-  if (only != "shm") tcp_bench(runs, bytes, raw);
-  if (only != "tcp") wire_bench("shm", runs, bytes, depth, shm);
-  if (only != "shm") wire_bench("tcp", runs, bytes, depth, tcp);
+  double shm[2] = {}, shm_cma[2] = {}, tcp[2] = {}, mc[2] = {}, raw[2] = {};
+  const bool all = only == "all", shm_too = all || only == "shm" || only == "map";
+  if (shm_too) memcpy_bench(runs, bytes, mc);
+  if (all || only == "tcp") tcp_bench(runs, bytes, raw);
+  if (shm_too) wire_bench("shm", true, runs, bytes, depth, shm);
+  if (all || only == "shm") wire_bench("shm", false, runs, bytes, depth, shm_cma);
+  if (all || only == "tcp") wire_bench("tcp", false, runs, bytes, depth, tcp);
   if (json) {
     std::printf("{\"runs\": %d, \"depth\": %zu, \"results\": [", runs, depth);
     for (int si = 0; si < 2; ++si) {
-      std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"tcp_write_gbps\": %.3f, "
-                  "\"raw_tcp_gbps\": %.3f}",
-                  si ? ", " : "", sizes[si], shm[si], mc[si], tcp[si], raw[si]);
+      std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"shm_cma_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, "
+                  "\"tcp_write_gbps\": %.3f, \"raw_tcp_gbps\": %.3f}",
+                  si ? ", " : "", sizes[si], shm[si], shm_cma[si], mc[si], tcp[si], raw[si]);
     }
     std::printf("]}\n");
     return 0;
   }
-  std::printf("%-9s %12s %12s %8s %12s %12s %8s\n", "size", "shm GB/s", "memcpy GB/s", "ratio", "tcp GB/s",
-              "raw tcp GB/s", "ratio");
+  // shm: the target's MR in alloc_shared() memory (mapped path); shm cma: plain memory
+  // (cross-process copies by the target). The ratio is the mapped path's.
+  std::printf("%-9s %10s %10s %12s %8s %10s %12s %8s\n", "size", "shm GB/s", "cma GB/s", "memcpy GB/s", "ratio",
+              "tcp GB/s", "raw tcp GB/s", "ratio");
   for (int si = 0; si < 2; ++si) {
-    std::printf("%-9s %12.2f %12.2f %8.2f %12.2f %12.2f %8.2f\n", si ? "1 MiB" : "64 KiB", shm[si], mc[si],
-                shm[si] / mc[si], tcp[si], raw[si], tcp[si] / raw[si]);
+    std::printf("%-9s %10.2f %10.2f %12.2f %8.2f %10.2f %12.2f %8.2f\n", si ? "1 MiB" : "64 KiB", shm[si], shm_cma[si],
+                mc[si], shm[si] / mc[si], tcp[si], raw[si], tcp[si] / raw[si]);
   }
   return 0;
 }

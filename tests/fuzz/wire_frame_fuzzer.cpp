@@ -15,7 +15,7 @@
 // payload is then "placed" into an exact-size heap target, as the responder's readv would,
 // so a length the rules let through that does not match the frame is an ASan report.
 // Client side: each step is 1 byte (what the request was: write, read of N bytes, atomic,
-// cma read, bind) + 4 bytes N, then the reply; accepted replies' bodies are read into an
+// cma read, bind; bit 7: a map) + 4 bytes N, then the reply; accepted replies' bodies are read into an
 // exact-size buffer, as execute reads READ data into the local scatter list.
 //
 // The harness does not run a live responder (a soft device with registered memory behind
@@ -143,6 +143,10 @@ void server_side(cursor in, bool cma_granted) {
       FUZZ_CHECK(hello && h.length == sizeof(w::bind_body));
       if (!in.skip(sizeof(w::bind_body))) return;
       bound.insert(pair);
+    } else if (t == w::ftype::map) {
+      FUZZ_CHECK(hello && h.length == sizeof(w::map_body));
+      if (!bound.count(pair)) return;  // serve_frame: maps, like requests, need the pair bound
+      if (!in.skip(sizeof(w::map_body))) return;
     } else {
       FUZZ_CHECK(hello && t == w::ftype::request);
       if (!bound.count(pair)) return;
@@ -172,6 +176,15 @@ void client_side(cursor in) {
       const w::bind_reply br = w::check_bind_reply(rh, req.seq);
       if (br == w::bind_reply::bad) return;
       FUZZ_CHECK(rh.length == 0);
+      continue;
+    }
+    if ((kind & 0x80) != 0) {
+      // A map reply: nak has no body, ok exactly the fixed one (descriptors ride along).
+      const w::map_reply mr = w::check_map_reply(rh, req);
+      if (mr == w::map_reply::bad) return;
+      FUZZ_CHECK(rh.length == (mr == w::map_reply::ok ? sizeof(w::map_ok_body) : 0));
+      FUZZ_CHECK(rh.seq == req.seq && rh.src_qpn == req.src_qpn && rh.dst_qpn == req.dst_qpn);
+      if (!in.skip(rh.length)) return;
       continue;
     }
     // write / read of n bytes (n < 64 KiB here) / atomic / cma read (data moved by copy).

@@ -47,7 +47,19 @@ struct config {
   // requests always may be). More only fills socket buffers: the sender then sleeps in
   // the kernel and the pipeline drains in bursts (docs/performance.md, Wires).
   uint32_t wire_window_bytes = 256 * 1024;
+  // GDAKI_SOFT_SHM_MAP: on the shared-memory wire, map a peer's MRs that live in
+  // alloc_shared() memory and move RDMA WRITE / READ data with one memcpy by the
+  // initiator (no syscall, no frame). Off: such MRs take the frame path like any other.
+  bool shm_map = true;
 };
+
+// Memory that soft peers in other processes on this host can map (a memfd, MAP_SHARED):
+// an MR registered inside it lets the shared-memory wire carry RDMA WRITEs and READs
+// from such a peer as one plain memcpy by the initiator (docs/soft-nic.md, Wires), as a
+// symmetric heap does. Page-aligned and zero-filled. Throws gdaki::error (no_memory,
+// io_error). Deregister MRs on it before free_shared (invalid if p is not such a block).
+void* alloc_shared(size_t bytes);
+void free_shared(void* p);
 
 // The wire address of an open soft device (what a GID is to RoCE): 16 bytes naming its
 // host, listening port and process. Starts the device's listener if it is not running.

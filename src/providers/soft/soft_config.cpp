@@ -49,6 +49,7 @@ config config_from_env() {
   c.shm_single_copy_min = env_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
   c.wire_window = env_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
   c.wire_window_bytes = env_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
+  c.shm_map = env_bool("GDAKI_SOFT_SHM_MAP", c.shm_map);
   if (c.wire_timeout_ms == 0) c.wire_timeout_ms = 1;
   if (c.wire_window == 0) c.wire_window = 1;
   if (c.devices == 0) c.devices = 1;

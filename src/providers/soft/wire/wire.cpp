@@ -19,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -39,6 +40,8 @@
 #include "../engine/responder_impl.hpp"
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "shm_map.hpp"
 #include "wire_frame.hpp"
 #include "wire_proto.hpp"
 #include "wire_test_hooks.hpp"
@@ -286,6 +289,84 @@ bool send_reply(int fd, tx_queue& q, const iovec* v, int n, uint64_t deadline_ms
   return ok;
 }
 
+// Sends the bytes of v with `nfds` descriptors attached to the first one (SCM_RIGHTS).
+bool send_with_fds(int fd, iovec* v, int n, const int* fds, int nfds, uint64_t deadline_ms) {
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = v;
+  m.msg_iovlen = static_cast<size_t>(n);
+  m.msg_control = ctl;
+  m.msg_controllen = CMSG_SPACE(static_cast<size_t>(nfds) * sizeof(int));
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(static_cast<size_t>(nfds) * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, static_cast<size_t>(nfds) * sizeof(int));
+  for (;;) {
+    const ssize_t r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (r >= 0) {
+      // The descriptors went with the first byte; the rest (rarely any) goes plainly.
+      size_t left = static_cast<size_t>(r);
+      while (n > 0 && left >= v->iov_len) {
+        left -= v->iov_len;
+        ++v;
+        --n;
+      }
+      if (n > 0) {
+        v->iov_base = static_cast<uint8_t*>(v->iov_base) + left;
+        v->iov_len -= left;
+      }
+      return n == 0 || writev_full(fd, v, n, deadline_ms);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (!wait_fd(fd, POLLOUT, deadline_ms)) return false;
+  }
+}
+
+// Reads exactly len bytes with recvmsg, keeping up to max_fds descriptors that came with
+// them (the rest, and any that came with a short read, are closed). Returns how many.
+int recv_with_fds(int fd, void* p, size_t len, int* fds, int max_fds, uint64_t deadline_ms) {
+  int got = 0;
+  auto* at = static_cast<uint8_t*>(p);
+  while (len != 0) {
+    alignas(cmsghdr) char ctl[CMSG_SPACE(4 * sizeof(int))] = {};
+    iovec v{at, len};
+    msghdr m{};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof(ctl);
+    const ssize_t r = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(fd, POLLIN, deadline_ms)) continue;
+      break;
+    }
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < k; ++i) {
+        int d = -1;
+        std::memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (got < max_fds) {
+          fds[got++] = d;
+        } else {
+          ::close(d);
+        }
+      }
+    }
+    at += r;
+    len -= static_cast<size_t>(r);
+  }
+  if (len != 0) {
+    for (int i = 0; i < got; ++i) ::close(fds[i]);
+    return -1;
+  }
+  return got;
+}
+
 void tune(int fd, bool tcp) {
   const int one = 1;
   if (tcp) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -357,7 +438,16 @@ struct client_conn {
   uint64_t resp_bytes = 0;  // bytes the responses in the FIFO may still bring
   uint64_t req_bytes = 0;   // payload bytes of the requests in the FIFO
   rx_buffer rx;
+  // The mapped path (same host): the peer's MRs we may map, by rkey (null: asked, and the
+  // peer said no), and the peer's revocation table.
+  std::map<uint32_t, std::shared_ptr<shm::mapping>> maps;
+  shm::revocation_slot* table = nullptr;
+  void* table_map = nullptr;
+  size_t table_len = 0;
+  uint32_t mapped_ops = 0;  // for the periodic liveness check
   ~client_conn() {
+    maps.clear();
+    if (table_map != nullptr) ::munmap(table_map, table_len);
     if (fd >= 0) ::close(fd);
   }
 };
@@ -586,6 +676,48 @@ struct server_xfer {
 
 }  // namespace
 
+bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline) {
+  // The same checks a request to this MR would pass, except the range: the peer gets the
+  // whole MR and checks bounds itself, as the rkey lets it address the whole MR anyway.
+  map_ok_body ok{};
+  int fds[2] = {-1, -1};
+  bool granted = false;
+  if (c.unix_sock && dev_.cfg.shm_map) {
+    std::shared_ptr<soft_qp> q = qps().find(h.dst_qpn);
+    std::shared_lock kl(keys().lock());  // the grant and the MR's life are serialised
+    if (q && q->dev == &dev_) {
+      std::lock_guard lk(q->resp_mu);
+      const uint32_t st = q->state.load(std::memory_order_acquire);
+      const bool ready = st == static_cast<uint32_t>(verbs::qp_state::rtr) || st == static_cast<uint32_t>(verbs::qp_state::rts);
+      const mr_entry* e = keys().find(rkey, true);
+      if (!q->destroyed && ready && q->attr.dest_qp_num == h.src_qpn && e != nullptr && e->pdn == q->pd->pdn) {
+        const uint32_t access = e->access & q->attr.access_flags & (verbs::access::remote_read | verbs::access::remote_write);
+        uint64_t off = 0;
+        if (access != 0 && shm::find_shared(e->addr, e->length, &fds[0], &off)) {
+          fds[1] = shm::table_fd();
+          if (fds[1] >= 0 && shm::grant(rkey)) {
+            granted = true;
+            ok = {e->addr, e->length, off, access, 0};
+          }
+        }
+      }
+    }
+  }
+  frame_hdr r = make_hdr(granted ? ftype::map_ok : ftype::map_nak, granted ? sizeof(ok) : 0, h.src_qpn, h.dst_qpn, h.seq);
+  bool sent;
+  if (granted) {
+    iovec v[2] = {{&r, sizeof(r)}, {&ok, sizeof(ok)}};
+    sent = flush_replies(c.fd, c.tx, deadline) && send_with_fds(c.fd, v, 2, fds, 2, deadline);
+  } else {
+    iovec v{&r, sizeof(r)};
+    sent = send_reply(c.fd, c.tx, &v, 1, deadline);
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  return sent;
+}
+
 bool endpoint::serve_ready(server_conn& c) {
   // Every frame that has arrived, not just one: a pipelined peer sends many back to back,
   // and level-triggered epoll would otherwise cost one wake-up per frame. Bytes left in
@@ -640,7 +772,12 @@ bool endpoint::serve_frame(server_conn& c) {
     return send_reply(c.fd, c.tx, &v, 1, deadline);
   }
   const auto bound = c.expect.find(pair_key(h.src_qpn, h.dst_qpn));
-  if (bound == c.expect.end()) return false;  // a request: bound pair only
+  if (bound == c.expect.end()) return false;  // a request or map: bound pair only
+  if (t == ftype::map) {
+    map_body b{};
+    if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
+    return answer_map(c, h, b.rkey, deadline);
+  }
 
   // Validate every field before using any of it: the fixed body first, then the iov list
   // it announces (parse_request says how many bytes it needs; at most 64 + 30 * 16).
@@ -884,6 +1021,116 @@ uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
   return got;
 }
 
+// Asks the peer whether we may map the MR behind rkey (same host, nothing in flight on
+// the connection, so the reply is the next frame and nothing sits in rx). Caches the
+// answer. Returns the mapping, or null (not mappable: use requests). False in *alive if
+// the connection broke.
+shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t dst, uint32_t seq, uint64_t deadline,
+                          bool* alive) {
+  *alive = true;
+  auto it = c.maps.find(rkey);
+  if (it != c.maps.end()) return it->second.get();
+  if (!c.fifo.empty() || c.rx.size() != 0) return nullptr;  // ask later, when quiet
+  frame_hdr h = make_hdr(ftype::map, sizeof(map_body), src, dst, seq);
+  map_body b{rkey, 0};
+  iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
+  frame_hdr rh{};
+  int fds[2] = {-1, -1};
+  if (!writev_full(c.fd, v, 2, deadline) || recv_with_fds(c.fd, &rh, sizeof(rh), fds, 2, deadline) < 0) {
+    *alive = false;
+    return nullptr;
+  }
+  const map_reply mr = check_map_reply(rh, h);
+  std::shared_ptr<shm::mapping> m;
+  if (mr == map_reply::ok) {
+    map_ok_body ok{};
+    int more[2] = {-1, -1};
+    const int n_more = recv_with_fds(c.fd, &ok, sizeof(ok), more, 2, deadline);
+    if (n_more < 0) {
+      *alive = false;
+    } else {
+      for (int i = 0; i < n_more; ++i) {
+        if (fds[1] < 0) fds[fds[0] < 0 ? 0 : 1] = more[i];
+        else ::close(more[i]);
+      }
+    }
+    if (*alive && fds[0] >= 0 && fds[1] >= 0 && ok.length != 0) {
+      if (c.table == nullptr) {
+        void* t = ::mmap(nullptr, size_t{shm::table_slots} * sizeof(shm::revocation_slot), PROT_READ | PROT_WRITE,
+                         MAP_SHARED, fds[1], 0);
+        if (t != MAP_FAILED) {
+          c.table = static_cast<shm::revocation_slot*>(t);
+          c.table_map = t;
+          c.table_len = size_t{shm::table_slots} * sizeof(shm::revocation_slot);
+        }
+      }
+      const uint32_t slot = (rkey >> 8) - 2;
+      auto mp = std::make_shared<shm::mapping>();
+      void* base = c.table != nullptr && (rkey >> 8) >= 2 && slot < shm::table_slots
+                       ? shm::map_file(fds[0], ok.file_off, ok.length, &mp->map_addr, &mp->map_len)
+                       : nullptr;
+      if (base != nullptr) {
+        mp->base = static_cast<uint8_t*>(base);
+        mp->remote_addr = ok.addr;
+        mp->length = ok.length;
+        mp->access = ok.access;
+        mp->rkey = rkey;
+        mp->slot = &c.table[slot];
+        m = std::move(mp);
+      }
+    }
+  } else if (mr == map_reply::bad) {
+    *alive = false;
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (!*alive) return nullptr;
+  c.maps[rkey] = m;
+  return m.get();
+}
+
+enum class mapped_result : uint8_t { copied, out_of_range, revoked, dead };
+
+// A WRITE (no immediate) or READ through a mapping: one memcpy per gather entry, under a
+// user count the owner's deregistration waits for. The local buffers were checked (and
+// stay registered: the caller holds the key table's shared lock).
+mapped_result mapped_copy(client_conn& c, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
+  const bool write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write);
+  // Outside the grant: the peer's responder reports the error, over the frame path.
+  if (!(m.access & (write ? verbs::access::remote_write : verbs::access::remote_read))) return mapped_result::out_of_range;
+  if (w.raddr < m.remote_addr || w.length > m.length || w.raddr - m.remote_addr > m.length - w.length) {
+    return mapped_result::out_of_range;
+  }
+  // Nothing else crosses this connection while we copy, so a dead peer shows only as EOF:
+  // look every 256 copies (one syscall), which bounds what "completes" after a crash.
+  if ((++c.mapped_ops & 255) == 0) {
+    char x;
+    const ssize_t n = ::recv(c.fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return mapped_result::dead;
+  }
+  m.slot->users.fetch_add(1, std::memory_order_seq_cst);
+  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey) {
+    m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
+    return mapped_result::revoked;  // deregistered: the peer's responder says so
+  }
+  uint8_t* remote = m.base + (w.raddr - m.remote_addr);
+  for (uint32_t i = 0; i < w.num_sg; ++i) {
+    const gather_entry& g = w.sg[i];
+    if (g.length == 0) continue;
+    if (!write) {
+      std::memcpy(reinterpret_cast<void*>(g.addr), remote, g.length);
+    } else if (g.is_inline) {
+      r.copy_out(g.inline_off, remote, g.length);
+    } else {
+      std::memcpy(remote, reinterpret_cast<const void*>(g.addr), g.length);
+    }
+    remote += g.length;
+  }
+  m.slot->users.fetch_sub(1, std::memory_order_release);
+  return mapped_result::copied;
+}
+
 }  // namespace
 
 issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {
@@ -927,6 +1174,30 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     if (br == bind_reply::nak) return finish_now({outcome::retry});  // peer QP not ready yet
     if (br != bind_reply::ok) return fail();
     qp.wire_bound = true;
+  }
+  // Same host, the peer's MR in alloc_shared() memory: copy it ourselves. Only when every
+  // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
+  // wire (RC order).
+  const bool mappable_op = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write) ||
+                           w.opcode == static_cast<uint8_t>(send_opcode::rdma_read);
+  if (mappable_op && c->cma && dev_.cfg.shm_map && w.length != 0 &&
+      (qp.wire_ops.empty() || qp.wire_ops.back()->done.load(std::memory_order_acquire))) {
+    bool alive = true;
+    shm::mapping* m = map_peer_mr(*c, w.rkey, src, dst, op->psn, deadline, &alive);
+    if (!alive) return fail();
+    if (m != nullptr) {
+      switch (mapped_copy(*c, *m, r, w)) {
+        case mapped_result::copied:
+          return finish_now({outcome::done, syndrome::none});
+        case mapped_result::dead:
+          return fail();
+        case mapped_result::revoked:
+          c->maps.erase(w.rkey);  // a new MR may get this rkey's slot: ask again then
+          break;
+        case mapped_result::out_of_range:
+          break;
+      }
+    }
   }
   const uint32_t window = dev_.cfg.wire_window == 0 ? 1 : dev_.cfg.wire_window;
   if (c->fifo.size() >= window) return issue_status::busy;
@@ -1021,6 +1292,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
   op->num_sg = 0;
   if (resp_len != 0) {
     op->num_sg = w.num_sg;
+    op->sg = std::make_unique<gather_entry[]>(w.num_sg);
     for (uint32_t i = 0; i < w.num_sg; ++i) op->sg[i] = w.sg[i];
   }
   op->sent_ms = now_ms();

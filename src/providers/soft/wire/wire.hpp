@@ -40,6 +40,7 @@ struct outcome {
 
 struct server_conn;
 struct client_conn;
+struct frame_hdr;
 
 // One request in flight: issued by the executor (which holds it in the QP's list, in SQ
 // order) and finished by whichever thread reads its response from the connection.
@@ -60,7 +61,7 @@ struct wire_op {
   uint32_t pdn = 0;       // the requester's PD (the placement re-checks local keys)
   uint32_t atomic_size = 0;
   uint32_t num_sg = 0;
-  gather_entry sg[max_gather];
+  std::unique_ptr<gather_entry[]> sg;  // only for responses that carry data (most ops: none)
   uint64_t sent_ms = 0;
 };
 
@@ -100,6 +101,7 @@ class endpoint {
   void accept_one(int lfd, bool unix_sock);
   bool serve_ready(server_conn& c);  // serves the frames that have arrived; false: close
   bool serve_frame(server_conn& c);  // false: close the connection
+  bool answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline);
   void close_conn(int fd, bool poison);
   std::shared_ptr<client_conn> client(const address& a, std::string* why);
 

@@ -53,6 +53,8 @@ bool server_accepts(const frame_hdr& h, bool hello_done) {
       return hello_done && h.length == sizeof(bind_body);
     case ftype::request:
       return hello_done;
+    case ftype::map:
+      return hello_done && h.length == sizeof(map_body);
     default:
       return false;  // replies (and unknown types) never go to a server
   }
@@ -99,6 +101,13 @@ parse_status parse_request(const frame_hdr& h, const uint8_t* body, size_t len, 
 
 bool hello_ok_valid(const frame_hdr& rh) {
   return header_ok(rh) && rh.type == static_cast<uint8_t>(ftype::hello_ok) && rh.length == sizeof(hello_ok_body);
+}
+
+map_reply check_map_reply(const frame_hdr& rh, const frame_hdr& req) {
+  if (!header_ok(rh) || rh.seq != req.seq || rh.src_qpn != req.src_qpn || rh.dst_qpn != req.dst_qpn) return map_reply::bad;
+  if (rh.type == static_cast<uint8_t>(ftype::map_nak)) return rh.length == 0 ? map_reply::nak : map_reply::bad;
+  if (rh.type == static_cast<uint8_t>(ftype::map_ok)) return rh.length == sizeof(map_ok_body) ? map_reply::ok : map_reply::bad;
+  return map_reply::bad;
 }
 
 bind_reply check_bind_reply(const frame_hdr& rh, uint32_t seq) {

@@ -50,6 +50,10 @@ parse_status parse_request(const frame_hdr& h, const uint8_t* body, size_t len, 
 
 // The requester's checks of a server's reply.
 bool hello_ok_valid(const frame_hdr& rh);
+// A reply to map request `req`: ok (a map_ok_body follows, with two descriptors), nak, or
+// bad (close the connection).
+enum class map_reply : uint8_t { bad, ok, nak };
+map_reply check_map_reply(const frame_hdr& rh, const frame_hdr& req);
 enum class bind_reply : uint8_t { bad, ok, nak };
 bind_reply check_bind_reply(const frame_hdr& rh, uint32_t seq);
 // A response to request `req`: bad (close the connection), drop (as a lost packet), rnr

@@ -14,7 +14,18 @@ inline constexpr uint8_t frame_version = 1;
 inline constexpr uint32_t max_body = 64u << 20;
 inline constexpr uint32_t max_iov = 30;  // a WQE has at most 30 data segments
 
-enum class ftype : uint8_t { hello = 1, hello_ok = 2, bind = 3, bind_ok = 4, bind_nak = 5, request = 6, response = 7 };
+enum class ftype : uint8_t {
+  hello = 1,
+  hello_ok = 2,
+  bind = 3,
+  bind_ok = 4,
+  bind_nak = 5,
+  request = 6,
+  response = 7,
+  map = 8,      // same host: may the requester map the MR behind this rkey?
+  map_ok = 9,   // yes: two memfds ride along (SCM_RIGHTS): the MR's file, the revocation table
+  map_nak = 10  // no (not alloc_shared memory, no access, not this pair's PD): use requests
+};
 
 namespace fflag {
 inline constexpr uint16_t cma = 1;   // request: payload / READ target named by an iov list (same host)
@@ -51,6 +62,19 @@ struct hello_ok_body {
 struct bind_body {
   uint8_t token[16];
 };
+
+struct map_body {
+  uint32_t rkey;
+  uint32_t reserved;
+};
+struct map_ok_body {
+  uint64_t addr;      // the MR's first byte in the server's address space
+  uint64_t length;
+  uint64_t file_off;  // where that byte is in the MR's memfd
+  uint32_t access;    // verbs::access bits granted (the MR's and the QP's together)
+  uint32_t reserved;
+};
+static_assert(sizeof(map_ok_body) == 32, "fixed map_ok body");
 
 struct request_body {
   uint64_t raddr;

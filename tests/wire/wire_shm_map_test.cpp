@@ -1,0 +1,220 @@
+// The shared-memory wire's mapped path: a target MR in soft::alloc_shared() memory is
+// mapped by the initiator, which moves RDMA WRITE and READ data with its own memcpy.
+// (1) Data lands and reads back, with the target process stopped (SIGSTOP) meanwhile:
+// only the mapped path can complete then; with the path turned off the same WRITE times
+// out. (2) Deregistration revokes the mapping: a later WRITE fails with a remote access
+// error and the target's memory is unchanged. (3) kill -9 of the target in the middle of a
+// mapped stream still ends in TRANSPORT_RETRY_EXC, then flushes.
+#include <dirent.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "wire_fixture.hpp"
+
+using namespace wire_test;
+using prm::send_opcode;
+using prm::syndrome;
+
+namespace {
+
+constexpr size_t target_bytes = 1u << 20;
+
+uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 31 + 5); }
+
+// The target: its buffer from alloc_shared, registered; serves until "bye". "dereg"
+// deregisters the MR; "check N" verifies that the first N bytes are pattern(i) and the
+// rest are still zero.
+int target_main(uint16_t port) {
+  use_wire("shm");
+  verbs::device dev = verbs::device::open("soft0");
+  verbs::pd pd(dev);
+  endpoint ep;
+  ep.create(dev, pd, {});
+  auto* buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(target_bytes));
+  auto mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::all);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const setup_blob peer = from_bytes(x.recv());
+  verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
+  ep.export_handles(true);
+  setup_blob mine{};
+  const auto a = gdaki::soft::local_address(dev);
+  std::memcpy(mine.address, a.data(), 16);
+  mine.qpn = ep.qp.qpn();
+  mine.rkey = mr->rkey();
+  mine.buf = reinterpret_cast<uint64_t>(buf);
+  x.send(to_bytes(mine));
+  for (;;) {
+    const std::string cmd = text(x.recv(60000));
+    if (cmd == "bye") break;
+    if (cmd == "dereg") {
+      mr.reset();
+      x.send(text("ok"));
+    } else if (cmd.rfind("check ", 0) == 0) {
+      const size_t n = std::stoul(cmd.substr(6));
+      bool ok = true;
+      for (size_t i = 0; i < target_bytes && ok; ++i) ok = buf[i] == (i < n ? pattern(i) : 0);
+      x.send(text(ok ? "ok" : "bad"));
+    }
+  }
+  mr.reset();
+  gdaki::soft::free_shared(buf);
+  return 0;
+}
+
+struct initiator {
+  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
+  pid_t child = -1;
+  std::unique_ptr<side> s;
+  setup_blob t{};
+
+  explicit initiator(bool shm_map, uint32_t timeout_ms = 2000) {
+    child = fork_peer(srv.port(), [](uint16_t port) { return target_main(port); });
+    use_wire("shm", timeout_ms);
+    gdaki::soft::config c = gdaki::soft::get_config();
+    c.shm_map = shm_map;
+    gdaki::soft::set_config(c);
+    s = std::make_unique<side>(target_bytes);
+    for (size_t i = 0; i < s->buf.size(); ++i) s->buf[i] = pattern(i);
+    srv.accept();
+    const auto token = random_token();
+    srv.send(to_bytes(s->blob(token.data())));
+    t = from_bytes(srv.recv());
+    s->connect(t, token.data());
+  }
+  ~initiator() {
+    gdaki::soft::config c = gdaki::soft::get_config();
+    c.shm_map = true;
+    gdaki::soft::set_config(c);
+  }
+  std::string ask(const std::string& cmd) {
+    srv.send(text(cmd));
+    return text(srv.recv(30000));
+  }
+  int finish() {
+    srv.send(text("bye"));
+    return reap(child);
+  }
+};
+
+// kill(SIGSTOP) returns before the threads have stopped: wait until every thread of the
+// process shows state T in /proc, so nothing of the target runs after this returns.
+bool stop_and_wait(pid_t pid) {
+  if (::kill(pid, SIGSTOP) != 0) return false;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (int tries = 0; tries < 2000; ++tries) {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return false;
+    bool all = true, any = false;
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(dir + "/" + e->d_name + "/stat");
+      std::string line;
+      std::getline(f, line);
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos || close + 2 >= line.size()) continue;
+      any = true;
+      const char st = line[close + 2];
+      all = all && (st == 'T' || st == 't');
+    }
+    ::closedir(d);
+    if (any && all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+void write_then_read_while_stopped(bool shm_map) {
+  initiator in(shm_map, 500);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  // A first WRITE while the target runs (the mapping is granted on first use).
+  uint16_t at = static_cast<uint16_t>(h.sq_reserved);
+  const dev::sge first = sg(in.s->buf.data(), 4096, in.s->mr.lkey());
+  post_write(h, in.t.buf, in.t.rkey, &first, 1);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, at, 4096);
+  ASSERT_TRUE(stop_and_wait(in.child)) << "the target did not stop";
+  at = static_cast<uint16_t>(h.sq_reserved);
+  const dev::sge g = sg(in.s->buf.data() + 4096, 64 * 1024 - 4096, in.s->mr.lkey());
+  post_write(h, in.t.buf + 4096, in.t.rkey, &g, 1);
+  const got w = wait_cqe(in.s->ep, false, std::chrono::milliseconds(3000));
+  ASSERT_TRUE(w.ok) << "no CQE";
+  if (shm_map) {
+    expect_req_cqe(w, *in.s->ep.hs, send_opcode::rdma_write, qpn, at, 64 * 1024 - 4096);
+    // READ it back, still through the mapping.
+    std::vector<uint8_t> back(64 * 1024);
+    verbs::mr mb(in.s->pd, back.data(), back.size(), verbs::access::all);
+    at = static_cast<uint16_t>(h.sq_reserved);
+    const dev::sge r = sg(back.data(), 64 * 1024, mb.lkey());
+    post_read(h, in.t.buf, in.t.rkey, &r, 1);
+    expect_req_cqe(wait_cqe(in.s->ep, false, std::chrono::milliseconds(3000)), *in.s->ep.hs, send_opcode::rdma_read, qpn,
+                   at, 64 * 1024);
+    EXPECT_EQ(std::memcmp(back.data(), in.s->buf.data(), back.size()), 0);
+  } else {
+    // The frame path needs the stopped process: the wire timeout fails the WQE.
+    EXPECT_EQ(w.c.syndrome, syndrome::transport_retry_exc);
+  }
+  ASSERT_EQ(::kill(in.child, SIGCONT), 0);
+  if (shm_map) {
+    EXPECT_EQ(in.ask("check 65536"), "ok");
+  }
+  EXPECT_EQ(in.finish(), 0);
+}
+
+}  // namespace
+
+TEST(wire_shm_map, writes_and_reads_complete_through_the_mapping_while_the_target_is_stopped) {
+  write_then_read_while_stopped(true);
+}
+
+TEST(wire_shm_map, without_the_mapped_path_the_same_write_needs_the_target) { write_then_read_while_stopped(false); }
+
+TEST(wire_shm_map, deregistration_revokes_the_mapping_and_later_writes_fail) {
+  initiator in(true);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  uint16_t at = static_cast<uint16_t>(h.sq_reserved);
+  const dev::sge g = sg(in.s->buf.data(), 1000, in.s->mr.lkey());
+  post_write(h, in.t.buf, in.t.rkey, &g, 1);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, at, 1000);
+  EXPECT_EQ(in.ask("dereg"), "ok");
+  const dev::sge more = sg(in.s->buf.data() + 1000, 5000, in.s->mr.lkey());
+  post_write(h, in.t.buf + 1000, in.t.rkey, &more, 1);
+  const got e = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(e.ok) << "no CQE";
+  EXPECT_EQ(e.c.syndrome, syndrome::remote_access);
+  EXPECT_EQ(in.ask("check 1000"), "ok") << "a WRITE after deregistration changed the target's memory";
+  EXPECT_EQ(in.finish(), 0);
+}
+
+TEST(wire_shm_map, a_killed_target_ends_a_mapped_stream_in_retry_exceeded_then_flush) {
+  constexpr uint32_t timeout_ms = 500;
+  initiator in(true, timeout_ms);
+  dev::qp_handle& h = *in.s->ep.h;
+  const dev::sge g = sg(in.s->buf.data(), 4096, in.s->mr.lkey());
+  auto write_one = [&] {
+    post_write(h, in.t.buf, in.t.rkey, &g, 1);
+    return wait_cqe(in.s->ep, false, std::chrono::milliseconds(4 * timeout_ms));
+  };
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(write_one().c.ok());
+  ::kill(in.child, SIGKILL);
+  EXPECT_NE(reap(in.child), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  syndrome first = syndrome::none;
+  for (int i = 0; i < 2000 && first == syndrome::none; ++i) {
+    const got c = write_one();
+    ASSERT_TRUE(c.ok) << "no CQE after the kill";
+    first = c.c.syndrome;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(first, syndrome::transport_retry_exc);
+  EXPECT_LE(ms, timeout_ms + 1000) << "the error came " << ms << " ms after the kill";
+  const got f = write_one();
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.c.syndrome, syndrome::wr_flush);
+}
