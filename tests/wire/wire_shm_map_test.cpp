@@ -3,7 +3,8 @@
 // (1) Data lands and reads back, with the target process stopped (SIGSTOP) meanwhile:
 // only the mapped path can complete then; with the path turned off the same WRITE times
 // out. (2) Deregistration revokes the mapping: a later WRITE fails with a remote access
-// error and the target's memory is unchanged. (3) kill -9 of the target in the middle of a
+// error and the target's memory is unchanged; so does moving the target QP to ERR (the
+// WRITE then fails as to any QP that takes no requests). (3) kill -9 of the target in the middle of a
 // mapped stream still ends in TRANSPORT_RETRY_EXC, then flushes.
 #include <dirent.h>
 #include <signal.h>
@@ -54,6 +55,9 @@ int target_main(uint16_t port) {
     if (cmd == "bye") break;
     if (cmd == "dereg") {
       mr.reset();
+      x.send(text("ok"));
+    } else if (cmd == "qp_err") {
+      ep.qp.to_err();
       x.send(text("ok"));
     } else if (cmd.rfind("check ", 0) == 0) {
       const size_t n = std::stoul(cmd.substr(6));
@@ -189,6 +193,24 @@ TEST(wire_shm_map, deregistration_revokes_the_mapping_and_later_writes_fail) {
   ASSERT_TRUE(e.ok) << "no CQE";
   EXPECT_EQ(e.c.syndrome, syndrome::remote_access);
   EXPECT_EQ(in.ask("check 1000"), "ok") << "a WRITE after deregistration changed the target's memory";
+  EXPECT_EQ(in.finish(), 0);
+}
+
+TEST(wire_shm_map, a_target_qp_in_err_takes_no_more_mapped_writes) {
+  initiator in(true);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  const uint16_t at = static_cast<uint16_t>(h.sq_reserved);
+  const dev::sge g = sg(in.s->buf.data(), 1000, in.s->mr.lkey());
+  post_write(h, in.t.buf, in.t.rkey, &g, 1);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, at, 1000);
+  EXPECT_EQ(in.ask("qp_err"), "ok");
+  const dev::sge more = sg(in.s->buf.data() + 1000, 5000, in.s->mr.lkey());
+  post_write(h, in.t.buf + 1000, in.t.rkey, &more, 1);
+  const got e = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(e.ok) << "no CQE";
+  EXPECT_EQ(e.c.syndrome, syndrome::transport_retry_exc);
+  EXPECT_EQ(in.ask("check 1000"), "ok") << "a WRITE to a QP in ERR changed the target's memory";
   EXPECT_EQ(in.finish(), 0);
 }
 

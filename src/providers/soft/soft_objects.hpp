@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/prm/dbr.hpp"
@@ -113,6 +114,9 @@ struct soft_qp : verbs::provider_object {
   uint64_t rq_ci = 0;                   // receive WQEs consumed
   std::atomic<uint64_t> rq_ci_seen{0};
   bool destroyed = false;               // set under both locks
+  // rkeys of alloc_shared() MRs that peers mapped through this QP (the shared-memory
+  // wire's mapped path): taken back when the QP stops taking requests (revoke_grants).
+  std::vector<uint32_t> granted_rkeys;
   std::atomic<bool> dead{false};        // copy of destroyed for lock-free checks
 
   uint32_t sq_wqebbs() const { return 1u << log_sq; }

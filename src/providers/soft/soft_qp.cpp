@@ -132,6 +132,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       q->wire_conn.reset();
       q->wire_bound = false;
       q->wire_busy.store(false);
+      revoke_grants_locked_resp(*q);
       dev::arch::store_release(&q->dbrec->rcv.raw, 0u);
       dev::arch::store_release(&q->dbrec->snd.raw, 0u);
       dev::arch::store_relaxed(q->uar_db, uint64_t{0});
@@ -169,6 +170,7 @@ status destroy_qp(provider_object* qpo) {
     // served by its responder (resp_mu). After this nobody touches its CQs or PD; holders
     // of a shared_ptr (engine snapshots, peers' caches) only see `destroyed`.
     std::scoped_lock lk(q->exec_mu, q->resp_mu);
+    revoke_grants_locked_resp(*q);
     q->destroyed = true;
     q->dead.store(true, std::memory_order_release);
     peer = std::move(q->peer);  // released outside the locks (breaks peer <-> peer cycles)

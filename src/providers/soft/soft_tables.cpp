@@ -9,12 +9,6 @@
 
 namespace gdaki::soft {
 
-namespace {
-// How long deregistration waits for a peer's copy under a grant: a live peer finishes in
-// microseconds; only one stopped mid-copy (or killed) holds it this long.
-constexpr uint32_t revoke_wait_ms = 2000;
-}  // namespace
-
 uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn) {
   std::unique_lock lk(mu_);
   uint32_t slot;
@@ -43,7 +37,7 @@ void key_table::remove(uint32_t lkey) {
   slots_[slot].live = false;
   // Peers that mapped this MR (the shared-memory wire's mapped path) lose it too, and any
   // copy of theirs in progress ends before we return, as a NIC's access would.
-  shm::revoke(lkey, revoke_wait_ms);
+  shm::revoke(lkey, shm::revoke_wait_ms);
   free_.push_back(slot);
 }
 

@@ -15,6 +15,7 @@
 #include "gdaki/verbs/qp.hpp"
 #include "responder.hpp"
 #include "wqe_parse.hpp"
+#include "../wire/shm_map.hpp"
 #include "../wire/wire.hpp"
 
 namespace gdaki::soft {
@@ -356,7 +357,13 @@ exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32
 
 }  // namespace
 
+void revoke_grants_locked_resp(soft_qp& qp) {
+  for (uint32_t rkey : qp.granted_rkeys) shm::revoke(rkey, shm::revoke_wait_ms);
+  qp.granted_rkeys.clear();
+}
+
 void enter_error_locked_resp(soft_qp& qp) {
+  revoke_grants_locked_resp(qp);
   qp.state.store(state_of(qp_state::err), std::memory_order_release);
   flush_rq_locked(qp);
   if (qp.dev->eng) qp.dev->eng->wake();  // its SQ must be flushed too

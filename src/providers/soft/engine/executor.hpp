@@ -38,6 +38,10 @@ bool has_work(soft_qp& qp, uint64_t now_ns, uint64_t* deadline);
 // qp.resp_mu.
 void enter_error_locked_resp(soft_qp& qp);
 
+// Takes back the mappings peers were granted through this QP: a peer's WRITE or READ into
+// them must fail from now on, as a request to this QP would. The caller holds qp.resp_mu.
+void revoke_grants_locked_resp(soft_qp& qp);
+
 uint64_t now_ns();
 
 }  // namespace gdaki::soft

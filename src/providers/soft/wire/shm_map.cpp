@@ -144,16 +144,16 @@ bool grant(uint32_t rkey) {
   return true;
 }
 
-void revoke(uint32_t lkey, uint32_t wait_ms) {
+void revoke(uint32_t key, uint32_t wait_ms) {
   revocation_slot* s;
   {
     std::lock_guard lk(table().mu);
     s = table().slots;
   }
-  const uint32_t slot = slot_of(lkey);
-  if (s == nullptr || (lkey >> 8) < 2 || slot >= table_slots) return;
-  if (s[slot].key.load(std::memory_order_relaxed) == 0) return;  // never granted
-  s[slot].key.store(0, std::memory_order_seq_cst);
+  const uint32_t slot = slot_of(key);
+  if (s == nullptr || (key >> 8) < 2 || slot >= table_slots) return;
+  uint32_t granted = key | 0x80;  // grants name the rkey
+  if (!s[slot].key.compare_exchange_strong(granted, 0, std::memory_order_seq_cst)) return;  // none for it
   // A peer that incremented users before our store may still be copying: wait for it. A
   // peer that dies mid-copy leaves its count behind; after wait_ms we go on (its process
   // is gone, or stopped for longer than any wire timeout).

@@ -34,9 +34,12 @@ int table_fd();
 // Records a grant of rkey for its slot. Caller holds the key table's shared lock (the MR
 // stays registered meanwhile). False if the slot is beyond the table.
 bool grant(uint32_t rkey);
-// Takes back any grant on lkey's slot and waits (at most wait_ms) until no peer copies
-// under it. Caller holds the key table's exclusive lock (deregistration).
-void revoke(uint32_t lkey, uint32_t wait_ms);
+// Takes back the grant of `key` (an lkey or its rkey), if its slot holds one, and waits
+// (at most wait_ms) until no peer copies under it. Called by deregistration (under the
+// key table's exclusive lock) and when the responder QP a grant was made through stops
+// taking requests (under its resp_mu).
+void revoke(uint32_t key, uint32_t wait_ms);
+inline constexpr uint32_t revoke_wait_ms = 2000;  // only a peer stopped mid-copy holds it
 
 // ---- the side that copies ---------------------------------------------------------------
 

@@ -696,6 +696,7 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
         if (access != 0 && shm::find_shared(e->addr, e->length, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           if (fds[1] >= 0 && shm::grant(rkey)) {
+            q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
             granted = true;
             ok = {e->addr, e->length, off, access, 0};
           }
