@@ -26,6 +26,9 @@ class endpoint;
 struct client_conn;
 struct wire_op;
 }  // namespace wire
+namespace shm {
+struct mapping;
+}
 
 struct soft_device : verbs::provider_object {
   uint32_t index = 0;  // soft<index>
@@ -98,10 +101,15 @@ struct soft_qp : verbs::provider_object {
   // (sq_ci <= sq_issued <= producer), the next request number (PSN) and the connection
   // they travel on, bound for this QP pair or not yet.
   std::deque<std::shared_ptr<wire::wire_op>> wire_ops;
+  std::vector<std::shared_ptr<wire::wire_op>> spare_ops;  // retired, to reuse
   uint64_t sq_issued = 0;
   uint32_t wire_psn = 0;
   std::shared_ptr<wire::client_conn> wire_conn;
   bool wire_bound = false;
+  // The peer MRs this QP copies into itself (the shared-memory wire's mapped path), and
+  // its copies so far (a liveness check every 256).
+  std::vector<std::shared_ptr<shm::mapping>> wire_maps;
+  uint32_t wire_copies = 0;
   std::atomic<bool> wire_busy{false};  // wire_ops is not empty (for has_work)
   std::atomic<uint64_t> host_polled_ns{0};  // last time a CPU thread polled this QP's CQ (on_poll)
   std::atomic<uint32_t> host_polls{0};

@@ -98,6 +98,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
     q->remote = wire::is_remote(a.av);  // decided once here, not per WQE
     q->wire_conn.reset();               // a new peer address: connect and bind again
     q->wire_bound = false;
+    q->wire_maps.clear();
   }
   if (mask & m::path_mtu) s.mtu = a.mtu;
   if (mask & m::timeout) s.timeout = a.timeout;
@@ -131,6 +132,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       q->sq_issued = 0;
       q->wire_conn.reset();
       q->wire_bound = false;
+      q->wire_maps.clear();
       q->wire_busy.store(false);
       revoke_grants_locked_resp(*q);
       dev::arch::store_release(&q->dbrec->rcv.raw, 0u);

@@ -199,6 +199,26 @@ void abandon_in_flight(soft_qp& qp, uint32_t psn) {
   qp.wire_psn = psn;
 }
 
+// A fresh op, from the QP's spares when one is free (the connection dropped its reference):
+// a stream of mapped WRITEs then allocates nothing.
+std::shared_ptr<wire::wire_op> take_op(soft_qp& qp) {
+  if (!qp.spare_ops.empty()) {
+    std::shared_ptr<wire::wire_op> op = std::move(qp.spare_ops.back());
+    qp.spare_ops.pop_back();
+    op->done.store(false, std::memory_order_relaxed);
+    op->result = {};
+    op->resp_len = op->req_len = 0;
+    op->num_sg = 0;
+    op->sg.reset();
+    return op;
+  }
+  return std::make_shared<wire::wire_op>();
+}
+
+void recycle_op(soft_qp& qp, std::shared_ptr<wire::wire_op>&& op) {
+  if (op.use_count() == 1 && qp.spare_ops.size() < 64) qp.spare_ops.push_back(std::move(op));
+}
+
 // Remote QPs: WQEs go to the wire up to its window ahead of their completions and retire
 // in SQ order as their responses come back (progress_qp says who may block where).
 void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_result& res) {
@@ -210,7 +230,7 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
     bool moved = false;
     // 1. Retire finished requests, oldest first.
     while (!ops.empty() && ops.front()->done.load(std::memory_order_acquire)) {
-      const std::shared_ptr<wire::wire_op> op = ops.front();
+      std::shared_ptr<wire::wire_op> op = std::move(ops.front());
       ops.pop_front();
       moved = true;
       res.worked = true;
@@ -235,6 +255,7 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
         abandon_in_flight(qp, op->psn);  // ERR: the caller flushes the rest
         return;
       }
+      recycle_op(qp, std::move(op));
     }
     if (ops.empty()) qp.wire_busy.store(false, std::memory_order_release);
     if (qp.state.load(std::memory_order_acquire) != state_of(qp_state::rts)) {
@@ -250,6 +271,10 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
     }
     const uint32_t producer = sq_producer(qp);
     bool window_full = false;
+    // The local buffers stay registered while requests are sent or copied (held for the
+    // batch, not per WQE: the mapped path issues a WQE in well under a microsecond).
+    std::shared_lock<std::shared_mutex> keys_lock;
+    if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) keys_lock = std::shared_lock(keys().lock());
     while (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) {
       if (issued == budget) {
         res.pending = true;
@@ -272,13 +297,12 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       }
       // A fenced WQE waits for everything before it (fence modes, PRM 6.4.4).
       if ((w.fm_ce_se & prm::ctrl_flags::fence_mask) != 0 && !ops.empty()) break;
-      auto op = std::make_shared<wire::wire_op>();
+      std::shared_ptr<wire::wire_op> op = take_op(qp);
       op->sq_index = qp.sq_issued;
       op->nbb = w.nbb;
       op->opcode = w.opcode;
       op->signaled = w.signaled();
       syndrome synd;
-      std::shared_lock keys_lock(keys().lock());  // the local buffers stay registered while sent
       if (precheck(qp, r, w, qp.sq_issued, &synd)) {
         op->byte_cnt = static_cast<uint32_t>(w.length);
         op->psn = qp.wire_psn;
@@ -379,6 +403,7 @@ bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
     // Requests in flight: responses to collect, unless a CPU thread polls this QP's CQ
     // and so collects them (and issues what its doorbells left) itself (on_poll). The
     // engine stays out of its way, and steps in once it has not polled for host_driven_ns.
+    if (now == 0) return false;  // a caller without a clock: the engine decides
     const uint64_t polled = qp.host_polled_ns.load(std::memory_order_relaxed);
     return polled == 0 || now - polled > host_driven_ns;
   }

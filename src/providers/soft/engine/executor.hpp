@@ -32,6 +32,7 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait = wire_
 
 // Lock-free check: does the QP have anything for the executor? (new WQEBBs, new receive
 // WQEs to flush in ERR, or a stall that has expired). *deadline gets a pending stall.
+// now_ns = 0: the caller has no clock reading; timed conditions count as not expired.
 bool has_work(soft_qp& qp, uint64_t now_ns, uint64_t* deadline);
 
 // Moves a QP to ERR from the NIC side and flushes its receive queue. The caller holds

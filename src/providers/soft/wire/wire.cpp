@@ -444,7 +444,6 @@ struct client_conn {
   shm::revocation_slot* table = nullptr;
   void* table_map = nullptr;
   size_t table_len = 0;
-  uint32_t mapped_ops = 0;  // for the periodic liveness check
   ~client_conn() {
     maps.clear();
     if (table_map != nullptr) ::munmap(table_map, table_len);
@@ -1096,7 +1095,7 @@ enum class mapped_result : uint8_t { copied, out_of_range, revoked, dead };
 // A WRITE (no immediate) or READ through a mapping: one memcpy per gather entry, under a
 // user count the owner's deregistration waits for. The local buffers were checked (and
 // stay registered: the caller holds the key table's shared lock).
-mapped_result mapped_copy(client_conn& c, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
+mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
   const bool write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write);
   // Outside the grant: the peer's responder reports the error, over the frame path.
   if (!(m.access & (write ? verbs::access::remote_write : verbs::access::remote_read))) return mapped_result::out_of_range;
@@ -1105,9 +1104,9 @@ mapped_result mapped_copy(client_conn& c, shm::mapping& m, const wqe_reader& r, 
   }
   // Nothing else crosses this connection while we copy, so a dead peer shows only as EOF:
   // look every 256 copies (one syscall), which bounds what "completes" after a crash.
-  if ((++c.mapped_ops & 255) == 0) {
+  if ((++copies & 255) == 0) {
     char x;
-    const ssize_t n = ::recv(c.fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return mapped_result::dead;
   }
   m.slot->users.fetch_add(1, std::memory_order_seq_cst);
@@ -1152,10 +1151,44 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     if (!c) return finish_now({outcome::fatal});  // nobody listens there: the peer is gone
     qp.wire_conn = c;
     qp.wire_bound = false;
+    qp.wire_maps.clear();  // mappings belong to the old connection
+  }
+  // Same host, the peer's MR in alloc_shared() memory: copy it ourselves. Only when every
+  // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
+  // wire (RC order). A mapping this QP used before needs no lock (the QP's own cache);
+  // the first use of an rkey asks the peer, under the connection's lock, below.
+  const bool mappable = (w.opcode == static_cast<uint8_t>(send_opcode::rdma_write) ||
+                         w.opcode == static_cast<uint8_t>(send_opcode::rdma_read)) &&
+                        c->cma && dev_.cfg.shm_map && w.length != 0 &&
+                        (qp.wire_ops.empty() || qp.wire_ops.back()->done.load(std::memory_order_acquire));
+  bool revoked = false;
+  if (mappable && qp.wire_bound) {
+    for (size_t i = 0; i < qp.wire_maps.size(); ++i) {
+      shm::mapping& m = *qp.wire_maps[i];
+      if (m.rkey != w.rkey) continue;
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, m, r, w);
+      if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
+      if (mr == mapped_result::revoked) {
+        qp.wire_maps.erase(qp.wire_maps.begin() + static_cast<std::ptrdiff_t>(i));
+        revoked = true;
+      }
+      if (mr == mapped_result::dead) {
+        std::lock_guard lk(c->mu);
+        kill_locked(*c);
+        return finish_now({outcome::fatal});
+      }
+      break;
+    }
   }
   std::lock_guard lk(c->mu);
   if (c->dead.load(std::memory_order_relaxed)) return finish_now({outcome::fatal});
-  const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
+  if (revoked) c->maps.erase(w.rkey);  // a new MR may get this rkey's slot: ask again then
+  // Read from the clock only when something may wait (the mapped path never does).
+  uint64_t deadline_at = 0;
+  auto deadline = [&] {
+    if (deadline_at == 0) deadline_at = now_ms() + dev_.cfg.wire_timeout_ms;
+    return deadline_at;
+  };
   auto fail = [&] {
     kill_locked(*c);
     return finish_now({outcome::fatal});
@@ -1170,33 +1203,26 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     std::memcpy(b.token, qp.attr.av.token, 16);
     iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
     frame_hdr rh{};
-    if (!writev_full(c->fd, v, 2, deadline) || !rx_read(c->fd, c->rx, &rh, sizeof(rh), deadline)) return fail();
+    if (!writev_full(c->fd, v, 2, deadline()) || !rx_read(c->fd, c->rx, &rh, sizeof(rh), deadline())) return fail();
     const bind_reply br = check_bind_reply(rh, h.seq);
     if (br == bind_reply::nak) return finish_now({outcome::retry});  // peer QP not ready yet
     if (br != bind_reply::ok) return fail();
     qp.wire_bound = true;
   }
-  // Same host, the peer's MR in alloc_shared() memory: copy it ourselves. Only when every
-  // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
-  // wire (RC order).
-  const bool mappable_op = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write) ||
-                           w.opcode == static_cast<uint8_t>(send_opcode::rdma_read);
-  if (mappable_op && c->cma && dev_.cfg.shm_map && w.length != 0 &&
-      (qp.wire_ops.empty() || qp.wire_ops.back()->done.load(std::memory_order_acquire))) {
+  if (mappable && !revoked) {
+    bool in_cache = false;
+    for (const auto& m : qp.wire_maps) in_cache = in_cache || m->rkey == w.rkey;
     bool alive = true;
-    shm::mapping* m = map_peer_mr(*c, w.rkey, src, dst, op->psn, deadline, &alive);
+    shm::mapping* m = in_cache ? nullptr : map_peer_mr(*c, w.rkey, src, dst, op->psn, deadline(), &alive);
     if (!alive) return fail();
     if (m != nullptr) {
-      switch (mapped_copy(*c, *m, r, w)) {
-        case mapped_result::copied:
-          return finish_now({outcome::done, syndrome::none});
-        case mapped_result::dead:
-          return fail();
-        case mapped_result::revoked:
-          c->maps.erase(w.rkey);  // a new MR may get this rkey's slot: ask again then
-          break;
-        case mapped_result::out_of_range:
-          break;
+      qp.wire_maps.push_back(c->maps[w.rkey]);
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
+      if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
+      if (mr == mapped_result::dead) return fail();
+      if (mr == mapped_result::revoked) {
+        qp.wire_maps.pop_back();
+        c->maps.erase(w.rkey);
       }
     }
   }
@@ -1282,7 +1308,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
         break;
     }
   }
-  if (!writev_full(c->fd, v, nv, deadline)) return fail();
+  if (!writev_full(c->fd, v, nv, deadline())) return fail();
   if (drop_after_send) ::shutdown(c->fd, SHUT_RDWR);
 
   op->src_qpn = src;
