@@ -1,7 +1,7 @@
 // RDMA WRITE bandwidth between two processes over the soft NIC's shared-memory and TCP
 // wires, next to the two ceilings they are measured against in the same run: one-thread
 // memcpy and a raw TCP stream over 127.0.0.1. Each figure is the median of --runs runs.
-// Usage: wire_bw [--runs N] [--mib-per-run M] [--depth D] [--only shm|tcp] [--json]
+// Usage: wire_bw [--runs N] [--mib-per-run M] [--depth D] [--cq-mod K] [--only shm|map|tcp] [--json]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -118,15 +118,18 @@ blob blob_of(const std::vector<uint8_t>& v) {
 
 double median(const std::vector<double>& v) { return gdaki_bench::summarize(v).median; }
 
-// GB/s of `count` signaled WRITEs of `size` bytes, keeping `depth` of them posted (as
-// perftest's ib_write_bw keeps tx_depth): a CQE is polled only when that many are out.
-// The depth is above the wire's window (config::wire_window), so the posting thread
-// spends its waits inside the doorbell, blocked on the socket, as a blocking send()
-// would, rather than spinning on the CQ against the peer for the CPU.
-double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth) {
+// GB/s of `count` WRITEs of `size` bytes, keeping `depth` of them posted (as perftest's
+// ib_write_bw keeps tx_depth) and asking for a CQE on every `cq_mod`-th one (as its
+// --cq-mod, default 100 there): a CQE is polled only when `depth` are out. The depth is
+// above the wire's window (config::wire_window), so the posting thread spends its waits
+// inside the doorbell, blocked on the socket, as a blocking send() would, rather than
+// spinning on the CQ against the peer for the CPU.
+double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth, size_t cq_mod) {
   const dev::sge g{reinterpret_cast<uint64_t>(n.buf), static_cast<uint32_t>(size), n.mr.lkey()};
   const auto t0 = clk::now();
-  size_t posted = 0, completed = 0;
+  size_t posted = 0, completed = 0, since_cqe = 0;
+  std::vector<size_t> covers;  // WQEs each outstanding CQE completes, oldest first
+  size_t next_cover = 0;
   auto reap = [&] {
     dev::completion c{};
     while (dev::sq_poll(n.h, &c) != gdaki::status::ok) dev::arch::spin_pause(0);
@@ -134,15 +137,21 @@ double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth
       std::fprintf(stderr, "wire_bw: WRITE failed (syndrome %u)\n", static_cast<unsigned>(c.syndrome));
       return false;
     }
-    ++completed;
+    completed += covers[next_cover++];
     return true;
   };
   while (completed < count) {
     if (posted < count && posted - completed < depth) {
+      ++posted;
+      ++since_cqe;
+      const bool signal = since_cqe == cq_mod || posted == count || posted - completed == depth;
       uint64_t s = 0;
       dev::sq_acquire(n.h, dev::wqebbs_rdma(1), &s, 5'000'000'000ull);
-      dev::sq_commit(n.h, s, dev::prepare_write(n.h, s, t.buf, t.rkey, &g, 1, gdaki::prm::ctrl_flags::cq_update));
-      ++posted;
+      dev::sq_commit(n.h, s, dev::prepare_write(n.h, s, t.buf, t.rkey, &g, 1, signal ? gdaki::prm::ctrl_flags::cq_update : 0));
+      if (signal) {
+        covers.push_back(since_cqe);
+        since_cqe = 0;
+      }
       continue;
     }
     if (!reap()) return 0;
@@ -150,7 +159,7 @@ double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth
   return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
 }
 
-void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, size_t depth, double out[2]) {
+void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, size_t depth, size_t cq_mod, double out[2]) {
   gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
   const uint16_t port = srv.port();
   const pid_t child = ::fork();
@@ -176,9 +185,9 @@ void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, s
     n.connect(t);
     for (int si = 0; si < 2; ++si) {
       const size_t count = std::max<size_t>(16, bytes_per_run / sizes[si]);
-      write_run(n, t, sizes[si], 16, depth);  // warm-up: connection, page faults
+      write_run(n, t, sizes[si], 16, depth, cq_mod);  // warm-up: connection, page faults
       std::vector<double> r;
-      for (int i = 0; i < runs; ++i) r.push_back(write_run(n, t, sizes[si], count, depth));
+      for (int i = 0; i < runs; ++i) r.push_back(write_run(n, t, sizes[si], count, depth, cq_mod));
       out[si] = median(r);
     }
     srv.send({});
@@ -266,11 +275,15 @@ int main(int argc, char** argv) {
   gdaki_bench::common_options o;
   size_t mib = 512;
   size_t depth = 128;
+  size_t cq_mod = 16;
   std::string only = "all";
   CLI::App app{"WRITE bandwidth between two processes over the shm and TCP wires, with memcpy and raw TCP"};
   gdaki_bench::add_common_options(app, o);
   app.add_option("--mib-per-run", mib, "MiB written per run and size")->check(CLI::Range(1, 65536))->capture_default_str();
   app.add_option("--depth", depth, "WRITEs kept posted (the SQ holds 256)")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--cq-mod", cq_mod, "ask for a CQE on every N-th WRITE (1 = every one)")
+      ->check(CLI::Range(1, 128))
+      ->capture_default_str();
   app.add_option("--only", only, "measure one wire and its ceiling: shm (both paths), map (mapped path), tcp, or all")
       ->check(CLI::IsMember({"all", "shm", "map", "tcp"}))
       ->capture_default_str();
@@ -282,11 +295,11 @@ int main(int argc, char** argv) {
   const bool all = only == "all", shm_too = all || only == "shm" || only == "map";
   if (shm_too) memcpy_bench(runs, bytes, mc);
   if (all || only == "tcp") tcp_bench(runs, bytes, raw);
-  if (shm_too) wire_bench("shm", true, runs, bytes, depth, shm);
-  if (all || only == "shm") wire_bench("shm", false, runs, bytes, depth, shm_cma);
-  if (all || only == "tcp") wire_bench("tcp", false, runs, bytes, depth, tcp);
+  if (shm_too) wire_bench("shm", true, runs, bytes, depth, cq_mod, shm);
+  if (all || only == "shm") wire_bench("shm", false, runs, bytes, depth, cq_mod, shm_cma);
+  if (all || only == "tcp") wire_bench("tcp", false, runs, bytes, depth, cq_mod, tcp);
   if (json) {
-    std::printf("{\"runs\": %d, \"depth\": %zu, \"results\": [", runs, depth);
+    std::printf("{\"runs\": %d, \"depth\": %zu, \"cq_mod\": %zu, \"results\": [", runs, depth, cq_mod);
     for (int si = 0; si < 2; ++si) {
       std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"shm_cma_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, "
                   "\"tcp_write_gbps\": %.3f, \"raw_tcp_gbps\": %.3f}",

@@ -31,6 +31,7 @@ syndrome parse_data(const wqe_reader& r, uint32_t from, bool allow_inline, parse
     const auto d = r.read<prm::data_seg>(u);
     const uint32_t bc = prm::from_be(d.byte_count);
     gather_entry& e = w->sg[w->num_sg++];
+    e = gather_entry{0, 0, 0, 0, false};
     if (bc & prm::inline_flag) {
       if (!allow_inline) return syndrome::local_qp_op;
       const uint32_t len = bc & ~prm::inline_flag;

@@ -45,13 +45,15 @@ class wqe_reader {
 };
 
 // One entry of a gather (or READ scatter) list: a pointer segment, or inline bytes that
-// live in the WQE at byte offset inline_off.
+// live in the WQE at byte offset inline_off. No member initializers on purpose: a
+// parsed_wqe holds 30 of them and is built for every WQE; parse_data writes each entry
+// it counts in num_sg whole, and nothing reads past num_sg.
 struct gather_entry {
-  uint64_t addr = 0;
-  uint32_t length = 0;
-  uint32_t lkey = 0;
-  uint32_t inline_off = 0;
-  bool is_inline = false;
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+  uint32_t inline_off;
+  bool is_inline;
 };
 
 inline constexpr uint32_t max_gather = prm::max_ds;

@@ -109,6 +109,19 @@ bool wait_fd(int fd, short events, uint64_t deadline_ms) {
   }
 }
 
+// Steps an iovec array past `done` bytes that were sent or received.
+void advance_iov(iovec** iov, int* n, size_t done) {
+  while (*n > 0 && done >= (*iov)->iov_len) {
+    done -= (*iov)->iov_len;
+    ++*iov;
+    --*n;
+  }
+  if (*n > 0) {
+    (*iov)->iov_base = static_cast<uint8_t*>((*iov)->iov_base) + done;
+    (*iov)->iov_len -= done;
+  }
+}
+
 // Reads exactly the bytes iov[0..n) describe (the array is consumed). False on EOF, error
 // or deadline.
 bool readv_full(int fd, iovec* iov, int n, uint64_t deadline_ms) {
@@ -126,16 +139,7 @@ bool readv_full(int fd, iovec* iov, int n, uint64_t deadline_ms) {
       if (!wait_fd(fd, POLLIN, deadline_ms)) return false;
       continue;
     }
-    size_t left = static_cast<size_t>(r);
-    while (n > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --n;
-    }
-    if (n > 0) {
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
+    advance_iov(&iov, &n, static_cast<size_t>(r));
   }
   return true;
 }
@@ -157,16 +161,7 @@ bool writev_full(int fd, iovec* iov, int n, uint64_t deadline_ms) {
       if (!wait_fd(fd, POLLOUT, deadline_ms)) return false;
       continue;
     }
-    size_t left = static_cast<size_t>(r);
-    while (n > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --n;
-    }
-    if (n > 0) {
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
+    advance_iov(&iov, &n, static_cast<size_t>(r));
   }
   return true;
 }
@@ -306,16 +301,7 @@ bool send_with_fds(int fd, iovec* v, int n, const int* fds, int nfds, uint64_t d
     const ssize_t r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
     if (r >= 0) {
       // The descriptors went with the first byte; the rest (rarely any) goes plainly.
-      size_t left = static_cast<size_t>(r);
-      while (n > 0 && left >= v->iov_len) {
-        left -= v->iov_len;
-        ++v;
-        --n;
-      }
-      if (n > 0) {
-        v->iov_base = static_cast<uint8_t*>(v->iov_base) + left;
-        v->iov_len -= left;
-      }
+      advance_iov(&v, &n, static_cast<size_t>(r));
       return n == 0 || writev_full(fd, v, n, deadline_ms);
     }
     if (errno == EINTR) continue;
