@@ -271,8 +271,9 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
     }
     const uint32_t producer = sq_producer(qp);
     bool window_full = false;
-    // The local buffers stay registered while requests are sent or copied (held for the
-    // batch, not per WQE: the mapped path issues a WQE in well under a microsecond).
+    // The local buffers stay registered while requests are sent or copied: held for the
+    // issue batch (the mapped path issues a WQE in well under a microsecond), released
+    // before step 3 waits (poll() takes it again, and deregistration must not wait on us).
     std::shared_lock<std::shared_mutex> keys_lock;
     if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) keys_lock = std::shared_lock(keys().lock());
     while (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) {
@@ -324,6 +325,7 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       moved = true;
       res.worked = true;
     }
+    if (keys_lock.owns_lock()) keys_lock.unlock();
     // Nothing of ours in flight: done, unless the connection held our next WQE back (a
     // bind waits for responses owed to other QPs, or their requests fill the window);
     // then we read those responses too, or nobody might.
@@ -346,16 +348,12 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
 }
 
 exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32_t* byte_cnt) {
-  if (w.wqe_index != static_cast<uint16_t>(qp.sq_ci)) return {syndrome::local_qp_op, false};
-  const syndrome ps = parse_segments(r, qp.max_inline, &w);
-  if (ps != syndrome::none) return {ps, false};
-  *byte_cnt = static_cast<uint32_t>(w.length);
-  if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return {};
-  const auto op = static_cast<send_opcode>(w.opcode);
-  const bool local_write = op == send_opcode::rdma_read || w.atomic_size != 0;
   // Held for the whole WQE: deregistration waits for it, so no MR goes away mid-copy.
   std::shared_lock keys_lock(keys().lock());
-  if (!local_keys_ok(qp, w, local_write)) return {syndrome::local_prot, false};
+  syndrome s;
+  const bool go = precheck(qp, r, w, qp.sq_ci, &s);
+  *byte_cnt = static_cast<uint32_t>(w.length);
+  if (!go) return {s, false};  // a bad WQE, a NOP (none) or a local protection error
   std::shared_ptr<soft_qp> peer = resolve_peer(qp);
   if (!peer) return transport_retry(qp);
   std::unique_lock pl(peer->resp_mu);
