@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gdaki/device/arch.hpp"
+#include "gdaki/device/ops.hpp"
 #include "gdaki/proxy/host_ring.hpp"
 #include "gdaki/proxy/ring.hpp"
 
@@ -194,4 +195,22 @@ TEST(proxy_ring, positions_wrap_past_two_to_the_32) {
   EXPECT_EQ(take(r, next, &d), status::again);
   EXPECT_EQ(r.ctl->reserved, base + 40);  // wrapped through zero
   EXPECT_EQ(r.ctl->consumed, base + 40);
+}
+
+// A producer reads the completion counter after publishing, so the proxy may already have
+// run its descriptor and later ones: the count can be behind, at or past the end position,
+// and the ticket must be that position's full count in every case (also across 2^32).
+TEST(proxy_ring, ticket_widening_is_exact_when_the_count_is_behind_at_or_past_the_end) {
+  using dev::detail::proxy_ticket_of;
+  EXPECT_EQ(proxy_ticket_of(0, 1), 1u);
+  EXPECT_EQ(proxy_ticket_of(990, 1000), 1000u);   // behind: the usual case
+  EXPECT_EQ(proxy_ticket_of(1000, 1000), 1000u);  // just completed
+  EXPECT_EQ(proxy_ticket_of(1300, 1000), 1000u);  // completed, and 300 more after it
+  const uint64_t lap = uint64_t{5} << 32;
+  EXPECT_EQ(proxy_ticket_of(lap - 3, 2), lap + 2);           // count below the wrap, end after it
+  EXPECT_EQ(proxy_ticket_of(lap + 7, 0xfffffffcu), lap - 4);  // count past the wrap, end before it
+  // The settle that the old unsigned widening broke: a count past the end must satisfy
+  // the ticket at once, not 2^32 descriptors later.
+  const uint64_t t = proxy_ticket_of(1300, 1000);
+  EXPECT_FALSE(dev::ring_before<64>(1300, t));
 }

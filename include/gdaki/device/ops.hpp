@@ -183,12 +183,21 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
 }
 
 // The 64-bit ticket of the descriptor that ends just before ring position `end`: positions
-// are 32-bit, the counter 64-bit; every descriptor of the ring bumps the counter once, so
-// the count is at most `end` and within 2^24 of it (ring capacity plus operations in
-// flight), and the 32-bit distance widens exactly.
+// are 32-bit, the counter 64-bit, and every descriptor of the ring bumps the counter once,
+// so the ticket is the counter value whose low 32 bits equal `end`. `done` is a counter
+// value read no earlier than the reservation of `end`; it may already be PAST `end`
+// (the proxy can run this descriptor and later ones before the poster reads the counter),
+// so the 32-bit distance is signed. Exact while |done - end| < 2^31: the count trails the
+// reserved positions by at most the ring capacity plus the operations in flight (< 2^25),
+// and a poster would have to sleep through 2^31 descriptors to run that far ahead.
+// (Fix: an unsigned distance turned a count past `end` into a ticket 2^32 too large, and a
+// settle on it waited until its timeout: device_shared_qp_stress over the proxy, in CI.)
+GDAKI_HD constexpr uint64_t proxy_ticket_of(uint64_t done, uint32_t end) {
+  return done + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(end - static_cast<uint32_t>(done))));
+}
+
 GDAKI_HD inline uint64_t proxy_ticket(const qp_handle& qp, uint32_t end) {
-  const uint64_t done = arch::load_relaxed(&qp.proxy_ring->counters[qp.proxy_counter]);
-  return done + static_cast<uint32_t>(end - static_cast<uint32_t>(done));
+  return proxy_ticket_of(arch::load_relaxed(&qp.proxy_ring->counters[qp.proxy_counter]), end);
 }
 
 // Proxy backend: the caller's n descriptors (consecutive positions, so a split operation
