@@ -122,7 +122,7 @@ GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb) {
     // Sole poster: ready is ours alone, no ordering wait. The release still carries the
     // WQE bytes to whichever thread reads ready (sq_submit acquires it).
     arch::store_release(&qp.sq_ready, start + nbb);
-    sq_submit(qp);
+    sq_submit<false>(qp);
     return start + nbb;
   } else {
     return sq_commit(qp, start, nbb);

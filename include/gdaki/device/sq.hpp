@@ -196,8 +196,11 @@ GDAKI_HD inline void blueflame_copy(qp_handle& qp, uint64_t first, uint32_t nbb)
 // Publishes every ready WQEBB: DBR[snd] = ready, then the doorbell (unless the QP is in
 // CPU-assisted mode, where a CPU service rings). Serialised by db_lock and skipped when
 // nothing new is ready, so DBR values and doorbells stay monotone across threads.
+// Shared = false: the caller is the QP's only poster (sharing::exclusive), so no other
+// submit can interleave and the lock, an atomic read-modify-write per post, is skipped.
+template <bool Shared = true>
 GDAKI_HD inline void sq_submit(qp_handle& qp) {
-  detail::lock(&qp.db_lock);
+  if constexpr (Shared) detail::lock(&qp.db_lock);
   const uint64_t prev = qp.sq_rung;
   const uint64_t pc = arch::load_acquire(&qp.sq_ready);
   if (pc != prev) {
@@ -227,7 +230,7 @@ GDAKI_HD inline void sq_submit(qp_handle& qp) {
       }
     }
   }
-  detail::unlock(&qp.db_lock);
+  if constexpr (Shared) detail::unlock(&qp.db_lock);
 #if !GDAKI_DEVICE_PASS
   // The hook follows a doorbell, so in cpu_assisted mode (no doorbell here) the service
   // that rings calls it instead (proxy/doorbell_service.hpp).
