@@ -16,6 +16,7 @@
 #include "gdaki/prm/dbr.hpp"
 #include "gdaki/providers/soft.hpp"
 #include "gdaki/verbs/provider.hpp"
+#include "exec_lock.hpp"
 #include "soft_memory.hpp"
 
 namespace gdaki::soft {
@@ -88,7 +89,7 @@ struct soft_qp : verbs::provider_object {
   verbs::qp_attr attr;             // under both locks (modify) / exec_mu or resp_mu (read)
 
   // Requester side (the SQ), under exec_mu.
-  std::mutex exec_mu;
+  exec_lock exec_mu;
   uint64_t sq_ci = 0;                    // WQEBBs consumed
   std::atomic<uint64_t> sq_ci_seen{0};   // copy of sq_ci for lock-free "any work?" checks
   stall_kind stall = stall_kind::none;   // waiting for an RNR or transport retry
@@ -113,6 +114,10 @@ struct soft_qp : verbs::provider_object {
   std::atomic<bool> wire_busy{false};  // wire_ops is not empty (for has_work)
   std::atomic<uint64_t> host_polled_ns{0};  // last time a CPU thread polled this QP's CQ (on_poll)
   std::atomic<uint32_t> host_polls{0};
+  // The engine thread's own note (engine::pass): the send CI at which it last found a
+  // doorbell waiting on this remote QP. It takes a waiting doorbell only when the CI has
+  // not moved since (engine.cpp says why).
+  uint64_t engine_seen_ci = ~uint64_t{0};
   // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
   // never on a doorbell record that moved without one (docs/soft-nic.md).
   std::atomic<bool> doorbell_gated{false};

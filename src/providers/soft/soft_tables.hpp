@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "key_lock.hpp"
+
 namespace gdaki::soft {
 
 struct soft_qp;
@@ -31,7 +33,7 @@ class key_table {
  public:
   // Holding this shared lock keeps every MR looked up under it registered: deregistration
   // takes it exclusively, so once it returns no NIC access to the range is in flight.
-  std::shared_mutex& lock() { return mu_; }
+  key_lock& lock() { return mu_; }
 
   // Registers an MR; returns its lkey (rkey = lkey | 0x80), or 0 when the table is full.
   uint32_t add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn);
@@ -43,7 +45,7 @@ class key_table {
   bool local_range_ok(uint32_t lkey, uint32_t pdn, uint64_t addr, uint64_t len, bool need_write) const;
 
  private:
-  std::shared_mutex mu_;
+  key_lock mu_;
   std::vector<mr_entry> slots_;
   std::vector<uint32_t> free_;
 };

@@ -14,6 +14,11 @@
 
 namespace gdaki::soft {
 
+namespace {
+// How soon the engine looks again at a doorbell it left to the ringing thread (pass()).
+constexpr uint64_t recheck_ns = 2000;
+}  // namespace
+
 engine::engine(const config& cfg) : cfg_(cfg) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (uint32_t i = 0; i < cfg_.engine_threads; ++i) threads_.emplace_back([this, i] { run(i); });
@@ -133,6 +138,20 @@ bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, u
     if (!has_work(qp, now, &dl)) {
       if (dl != 0) *deadline = std::min(*deadline, dl);
       continue;
+    }
+    if (qp.remote && cfg_.inline_exec && !qp.wire_busy.load(std::memory_order_acquire)) {
+      // A doorbell waits and nothing is in flight. A CPU thread that rings executes its
+      // WQEs itself within nanoseconds (on_doorbell), and on a mapped stream each WQE is a
+      // copy: were the engine to race it for them, every copy would move the target's and
+      // the QP's cache lines between two cores (a quarter of a small WRITE's rate). So
+      // the engine takes a doorbell only once it has waited a pass with the CI unmoved
+      // (a GPU rings without a hook: one pass, a few microseconds, later).
+      const uint64_t ci = qp.sq_ci_seen.load(std::memory_order_acquire);
+      if (ci != qp.engine_seen_ci) {
+        qp.engine_seen_ci = ci;
+        *deadline = std::min(*deadline, now + recheck_ns);
+        continue;
+      }
     }
     std::unique_lock lk(qp.exec_mu, std::try_to_lock);
     if (!lk.owns_lock()) continue;  // an inline executor has it and re-checks when done

@@ -87,6 +87,13 @@ class endpoint {
   // holds qp.exec_mu and the key table's shared lock (so the local buffers stay
   // registered while payload bytes are sent).
   issue_status issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op);
+  // Moves WRITE or READ w with one memcpy through a mapping of the target's MR that qp
+  // already holds (an earlier issue() mapped it), when its connection is alive. Returns
+  // true when done (the WQE completed without error); false when issue() must handle it
+  // (no such mapping, revoked, outside the grant, or the peer died: the connection is
+  // then closed, as issue() would). Same locking as issue(); the caller also guarantees
+  // that nothing of qp is in flight, so the copy cannot overtake a request (RC order).
+  bool copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w);
   // Reads the responses that have arrived on qp's connection and finishes their ops (of
   // any QP sharing the connection). When none has arrived, waits up to wait_us for one.
   // A connection that broke, or whose oldest request went unanswered for
