@@ -147,8 +147,8 @@ bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, u
       // the engine takes a doorbell only once it has waited a pass with the CI unmoved
       // (a GPU rings without a hook: one pass, a few microseconds, later).
       const uint64_t ci = qp.sq_ci_seen.load(std::memory_order_acquire);
-      if (ci != qp.engine_seen_ci) {
-        qp.engine_seen_ci = ci;
+      if (ci != qp.engine_seen_ci.load(std::memory_order_relaxed)) {
+        qp.engine_seen_ci.store(ci, std::memory_order_relaxed);
         *deadline = std::min(*deadline, now + recheck_ns);
         continue;
       }

@@ -304,7 +304,9 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       // Nothing of ours in flight and the target's MR already mapped: the copy is the whole
       // WQE, so it completes here, in SQ order, with no op to track (per WQE this saves
       // the op's reference counting and queueing, a fifth of a small WRITE's cost).
-      if (go && ops.empty() && qp.dev->wire->copy_mapped(qp, r, w)) {
+      using mapped = wire::endpoint::mapped_copy_status;
+      const mapped m = go && ops.empty() ? qp.dev->wire->copy_mapped(qp, r, w) : mapped::not_mapped;
+      if (m == mapped::copied) {
         qp.sq_issued += w.nbb;
         ++issued;
         moved = true;
@@ -323,7 +325,11 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       op->nbb = w.nbb;
       op->opcode = w.opcode;
       op->signaled = w.signaled();
-      if (go) {
+      if (m == mapped::dead) {
+        op->byte_cnt = static_cast<uint32_t>(w.length);
+        op->result = {wire::outcome::fatal};  // as issue() fails a WQE on a dead peer
+        op->done.store(true, std::memory_order_release);
+      } else if (go) {
         op->byte_cnt = static_cast<uint32_t>(w.length);
         op->psn = qp.wire_psn;
         const wire::issue_status st = qp.dev->wire->issue(qp, r, w, op);

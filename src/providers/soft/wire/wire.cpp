@@ -1119,25 +1119,25 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
 
 }  // namespace
 
-bool endpoint::copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
-  if (!qp.wire_bound || w.length == 0 || !dev_.cfg.shm_map) return false;
+endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
+  if (!qp.wire_bound || w.length == 0 || !dev_.cfg.shm_map) return mapped_copy_status::not_mapped;
   if (w.opcode != static_cast<uint8_t>(send_opcode::rdma_write) && w.opcode != static_cast<uint8_t>(send_opcode::rdma_read)) {
-    return false;
+    return mapped_copy_status::not_mapped;
   }
   client_conn* c = qp.wire_conn.get();  // the QP's own reference keeps it (we hold exec_mu)
-  if (c == nullptr || !c->cma || c->dead.load(std::memory_order_acquire)) return false;
+  if (c == nullptr || !c->cma || c->dead.load(std::memory_order_acquire)) return mapped_copy_status::not_mapped;
   for (const auto& m : qp.wire_maps) {
     if (m->rkey != w.rkey) continue;
     const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
-    if (mr == mapped_result::copied) return true;
+    if (mr == mapped_result::copied) return mapped_copy_status::copied;
     if (mr == mapped_result::dead) {
-      // Seen once per 256 copies: close it now, or issue()'s copy would not look again.
       std::lock_guard lk(c->mu);
       kill_locked(*c);
+      return mapped_copy_status::dead;
     }
-    return false;  // revoked or outside the grant: issue() tells the peer's responder
+    return mapped_copy_status::not_mapped;  // revoked or outside the grant: issue() tells the responder
   }
-  return false;
+  return mapped_copy_status::not_mapped;
 }
 
 issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {

@@ -89,11 +89,13 @@ class endpoint {
   issue_status issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op);
   // Moves WRITE or READ w with one memcpy through a mapping of the target's MR that qp
   // already holds (an earlier issue() mapped it), when its connection is alive. Returns
-  // true when done (the WQE completed without error); false when issue() must handle it
-  // (no such mapping, revoked, outside the grant, or the peer died: the connection is
-  // then closed, as issue() would). Same locking as issue(); the caller also guarantees
-  // that nothing of qp is in flight, so the copy cannot overtake a request (RC order).
-  bool copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w);
+  // copied (the WQE completed without error), dead (the peer is gone: the connection is
+  // closed and the WQE fails as issue() fails it, fatal) or not_mapped (issue() handles
+  // it: no such mapping, a revoked grant, a range outside it). Same locking as issue();
+  // the caller also guarantees that nothing of qp is in flight, so the copy cannot
+  // overtake a request (RC order).
+  enum class mapped_copy_status : uint8_t { copied, dead, not_mapped };
+  mapped_copy_status copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w);
   // Reads the responses that have arrived on qp's connection and finishes their ops (of
   // any QP sharing the connection). When none has arrived, waits up to wait_us for one.
   // A connection that broke, or whose oldest request went unanswered for
