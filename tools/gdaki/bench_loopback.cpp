@@ -45,16 +45,32 @@ uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+// A registered buffer. Across processes on the soft NIC it lives in soft::alloc_shared()
+// memory, as a symmetric heap's would: the peer then maps it and the shared-memory wire
+// moves WRITEs and READs into it with one memcpy (docs/soft-nic.md, Wires); in plain
+// memory every message is a frame and a cross-process copy (1 MiB: ~16 GB/s against
+// ~45 GB/s mapped, docs/performance.md). The MR (declared after the memory) goes first.
+struct buffer_deleter {
+  bool shared = false;  // from soft::alloc_shared, else std::aligned_alloc
+  void operator()(uint8_t* p) const {
+    if (shared) {
+      soft::free_shared(p);
+    } else {
+      std::free(p);
+    }
+  }
+};
+
 struct buffer {
-  struct deleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, deleter> mem;
+  std::unique_ptr<uint8_t, buffer_deleter> mem;
   size_t bytes = 0;
   verbs::mr mr;
-  void allocate(const verbs::pd& pd, size_t n) {
+  void allocate(const verbs::pd& pd, size_t n, bool shared) {
     bytes = (n + 4095) / 4096 * 4096;
-    mem.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes)));
+    mr = verbs::mr();
+    mem.reset();
+    mem.get_deleter().shared = shared;
+    mem.reset(static_cast<uint8_t*>(shared ? soft::alloc_shared(bytes) : std::aligned_alloc(4096, bytes)));
     if (!mem) throw std::bad_alloc();
     std::memset(mem.get(), 0, bytes);
     mr = verbs::mr(pd, mem.get(), bytes, verbs::access::all);
@@ -294,17 +310,18 @@ loopback::loopback(const options& opt, test_kind kind, uint64_t max_bytes, endpo
   s.cq_mod = std::max<uint32_t>(1, std::min<uint32_t>(opt.cq_mod, depth / (2 * per_round)));
 
   const uint64_t bytes = std::max<uint64_t>(max_bytes, 64);
+  const bool shared = role != endpoint_role::both && opt.provider == "soft";
   if (s.has_a()) {
-    s.a_src.allocate(s.pd, bytes);
-    s.a_dst.allocate(s.pd, bytes);
+    s.a_src.allocate(s.pd, bytes, shared);
+    s.a_dst.allocate(s.pd, bytes, shared);
     std::memset(s.a_src.data(), 0x5a, s.a_src.bytes);
   }
   if (s.has_b()) {
-    s.b_src.allocate(s.pd, bytes);
-    s.b_dst.allocate(s.pd, bytes);
+    s.b_src.allocate(s.pd, bytes, shared);
+    s.b_dst.allocate(s.pd, bytes, shared);
     std::memset(s.b_src.data(), 0xa5, s.b_src.bytes);
   }
-  s.aux.allocate(s.pd, 64ull * (2ull * s.qps + s.total_threads() + 1));
+  s.aux.allocate(s.pd, 64ull * (2ull * s.qps + s.total_threads() + 1), shared);
   if (role == endpoint_role::both) {
     s.to_b_dst = s.b_dst.remote();
     s.to_b_src = s.b_src.remote();
