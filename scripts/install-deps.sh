@@ -11,7 +11,7 @@ packages=(
   libibverbs-dev rdma-core libfabric-dev
   nlohmann-json3-dev libcli11-dev
   python3 python3-jsonschema python3-matplotlib ucx-utils
-  iproute2 procps
+  iproute2 procps ccache
   clang libclang-rt-14-dev  # libFuzzer (clang -fsanitize=fuzzer) for tests/fuzz
 )
 missing=()

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+# ccache (CMakeLists.txt uses it where installed): paths relative to the checkout and no
+# working directory in the hash, so a fresh clone in another folder reuses earlier objects.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 
 run_preset() {
   local preset=$1; shift
