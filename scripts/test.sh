@@ -20,12 +20,12 @@ run_preset() {
 
 run_preset release
 if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
-  run_preset asan-ubsan -L 'unit|soft|device|proxy|wire' -LE 'install'
+  run_preset asan-ubsan -L 'unit|core|soft|device|proxy|wire' -LE 'install'
   # Not under TSan: the wire failure tests fork a process that already runs threads, which
   # TSan cannot follow ("starting new threads after multi-threaded fork is not
   # supported"), and the idle-CPU test measures the release build's cost, not TSan's. The
   # wire fault stress (labels stress + wire) starts peer processes and kills them; the
   # stress label keeps it out already, the name keeps it out if its labels change.
-  run_preset tsan -L 'unit|soft|device|proxy|wire' -LE 'install|stress' -E 'soft_idle|wire_failures|wire_fault_stress'
+  run_preset tsan -L 'unit|core|soft|device|proxy|wire' -LE 'install|stress' -E 'soft_idle|wire_failures|wire_fault_stress'
 fi
 echo "test.sh: all test passes green"

@@ -3,6 +3,7 @@
 // holder lets go, so children never outlive the provider objects they depend on.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct object_ref {
   status (*destroy)(provider_object*) = nullptr;
   std::vector<std::shared_ptr<object_ref>> parents;  // device, pd, cqs
   std::string label;                                 // "qp 0x000102 on soft0", for errors
+  // CQs only: the QP whose exported handle polls this CQ as its send CQ (the device
+  // poller rebuilds WQE indexes from it, so it may serve one exported QP). Identity only,
+  // never dereferenced; cleared when that QP's object goes.
+  std::atomic<const object_ref*> exported_send_qp{nullptr};
 
   object_ref() = default;
   object_ref(const object_ref&) = delete;
@@ -25,6 +30,10 @@ struct object_ref {
   ~object_ref() {
     // Destruction cannot report failure; providers release what they can.
     if (impl != nullptr && destroy != nullptr) (void)destroy(impl);
+    for (const auto& p : parents) {
+      const object_ref* me = this;
+      p->exported_send_qp.compare_exchange_strong(me, nullptr);
+    }
   }
 };
 

@@ -3,6 +3,9 @@
 #include "gdaki/verbs/qp.hpp"
 
 #include <cstdio>
+#include <string>
+
+#include "gdaki/device/handles.hpp"
 
 #include "object_ref.hpp"
 
@@ -81,6 +84,36 @@ bool transition_masks(qp_state from, qp_state to, uint32_t* required, uint32_t* 
     return true;
   }
   return false;
+}
+
+std::string hex6(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%06x", v);
+  return b;
+}
+
+// The auto-signal period an export gets (dev::qp_handle::auto_signal_wqebbs).
+uint32_t auto_signal_period(const std::string& who, const dev::qp_handle& h, uint32_t requested) {
+  if (requested == qp_export_options::no_auto_signal) return 0;
+  const uint32_t ring = dev::sq_wqebbs(h);
+  // Liveness: a poster waiting for room at `start` needs completed >= start + nbb - ring;
+  // the last signalled WQE before it ends past start - period, so period + nbb - 1 <= ring.
+  const uint32_t largest_wqe = h.max_send_wqebbs == 0 ? 1 : h.max_send_wqebbs;
+  uint32_t limit = ring / 2;
+  if (ring + 1 >= largest_wqe && ring + 1 - largest_wqe < limit) limit = ring + 1 - largest_wqe;
+  if (limit == 0) limit = 1;
+  if (requested == 0) {
+    uint32_t p = 1;
+    while (p * 2 <= limit) p *= 2;
+    return p;
+  }
+  if ((requested & (requested - 1)) != 0 || requested > limit) {
+    throw error(status::invalid, who + ": export: auto_signal_wqebbs " + std::to_string(requested) +
+                                     " must be a power of two <= " + std::to_string(limit) + " (ring of " +
+                                     std::to_string(ring) + " WQEBBs, largest WQE " + std::to_string(largest_wqe) +
+                                     " WQEBBs)");
+  }
+  return requested;
 }
 
 }  // namespace
@@ -213,8 +246,26 @@ dev::qp_handle qp::export_handle(dev::cq_handle* send_cq, dev::cq_handle* recv_c
   detail::check(r.ops->export_qp(r.impl, opt, &h, &why), r.label, "export", why);
   h.send_cq = send_cq;
   h.recv_cq = recv_cq;
+  h.auto_signal_wqebbs = auto_signal_period(r.label, h, opt.auto_signal_wqebbs);
+  const uint32_t ring = dev::sq_wqebbs(h);
+  if (opt.check_cq_depth && dev::cqe_count(*send_cq) < ring) {
+    throw error(status::invalid, r.label + ": export: send CQ 0x" + hex6(send_cq->cqn) + " holds " +
+                                     std::to_string(dev::cqe_count(*send_cq)) + " CQEs but the SQ can have " +
+                                     std::to_string(ring) +
+                                     " signalled WQEs outstanding (one per WQEBB); make the CQ at least that deep");
+  }
+  // One exported QP per send CQ: its poller widens CQE WQE counters against this QP's
+  // ring and retires this QP's WQEBBs for every CQE it takes.
+  const detail::object_ref* scq_owner = nullptr;
+  auto& scq = *ref_->parents.at(1);  // pd, send CQ, recv CQ (see the constructor)
+  if (!scq.exported_send_qp.compare_exchange_strong(scq_owner, ref_.get()) && scq_owner != ref_.get()) {
+    throw error(status::invalid, r.label + ": export: its send CQ 0x" + hex6(send_cq->cqn) + " already serves " +
+                                     scq_owner->label +
+                                     " as an exported send CQ; a device poller needs a send CQ of its own per QP");
+  }
   return h;
 }
+
 
 void connect_rc(qp& q, uint32_t remote_qpn, uint32_t access_flags, const qp_attr& attr) {
   q.to_init(access_flags, attr.port_num);

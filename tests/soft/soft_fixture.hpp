@@ -38,6 +38,10 @@ struct endpoint_options {
   bool host_hook = true;                 // false: only the engine thread executes
   bool ignore_overrun = true;
   uint32_t user_index = 0;
+  // These tests check the NIC's CQEs WQE by WQE, so the data path's auto-signal (a CQE
+  // every ring/2 WQEBBs whatever the caller asked) is off unless a test turns it on.
+  uint32_t auto_signal = verbs::qp_export_options::no_auto_signal;
+  bool check_cq_depth = true;  // false: CQ overrun tests, which want a small CQ
 };
 
 struct endpoint {
@@ -48,6 +52,7 @@ struct endpoint {
   uint64_t send_pos = 0, recv_pos = 0;  // CQE positions consumed so far
 
   void create(const verbs::device& d, const verbs::pd& p, const endpoint_options& o) {
+    opts = o;
     verbs::cq_init ci;
     ci.depth = o.cq_depth;
     ci.ignore_overrun = o.ignore_overrun;
@@ -64,11 +69,14 @@ struct endpoint {
     qi.user_index = o.user_index;
     qp = verbs::qp(p, qi);
   }
+  endpoint_options opts;
   void export_handles(bool host_hook) {
     hs = std::make_unique<dev::cq_handle>(scq.export_handle());
     hr = std::make_unique<dev::cq_handle>(rcq.export_handle());
     verbs::qp_export_options eo;
     eo.host_hook = host_hook;
+    eo.auto_signal_wqebbs = opts.auto_signal;
+    eo.check_cq_depth = opts.check_cq_depth;
     h = std::make_unique<dev::qp_handle>(qp.export_handle(hs.get(), hr.get(), eo));
     send_pos = recv_pos = 0;
   }

@@ -267,7 +267,11 @@ void channel::create() {
   ha_r = std::make_unique<dev::cq_handle>(a_rcq.export_handle());
   hb_s = std::make_unique<dev::cq_handle>(b_scq.export_handle());
   hb_r = std::make_unique<dev::cq_handle>(b_rcq.export_handle());
-  ha = std::make_unique<dev::qp_handle>(a.export_handle(ha_s.get(), ha_r.get()));
+  verbs::qp_export_options eo;
+  eo.check_cq_depth = !small_cq;  // the small CQ is the overrun fault this run injects
+  // The run counts CQEs against the WQEs it signalled (and signals what it must itself).
+  eo.auto_signal_wqebbs = verbs::qp_export_options::no_auto_signal;
+  ha = std::make_unique<dev::qp_handle>(a.export_handle(ha_s.get(), ha_r.get(), eo));
   hb = std::make_unique<dev::qp_handle>(b.export_handle(hb_s.get(), hb_r.get()));
   ha->scratch_addr = w.scratch.addr() + 64ull * id;
   ha->scratch_lkey = w.scratch_mr.lkey();

@@ -98,7 +98,7 @@ TEST(cq_poll, stale_entry_from_previous_lap_is_not_new) {
 TEST(cq_poll, set_ci_is_big_endian_and_24_bits_wide) {
   test_cq cq(2);
   const uint64_t first = 0xfffffe;
-  cq.handle.ci = first;
+  cq.start_at(first);
   for (uint64_t p = first; p < first + 4; ++p) {
     nic_write_cqe(cq.ring.data(), 2, p, nic_cqe{});
     completion c{};
@@ -114,7 +114,7 @@ TEST(cq_poll, set_ci_is_big_endian_and_24_bits_wide) {
 
   // And a value using all three low bytes: ci = 0xabcdef -> bytes 00 ab cd ef.
   test_cq cq2(0);
-  cq2.handle.ci = 0xabcdee;
+  cq2.start_at(0xabcdee);
   nic_write_cqe(cq2.ring.data(), 0, 0xabcdee, nic_cqe{});
   completion c{};
   ASSERT_EQ(gdaki::dev::cq_poll_one(cq2.handle, &c), status::ok);

@@ -69,6 +69,12 @@ struct test_cq {
   test_cq(const test_cq&) = delete;
   test_cq& operator=(const test_cq&) = delete;
   uint32_t entries() const { return 1u << handle.log_cqe_cnt; }
+  // Starts the CQ as one that has consumed `ci` CQEs: the handle's counter and the doorbell
+  // record's consumer index agree, as on a CQ that got there by polling.
+  void start_at(uint64_t ci) {
+    handle.ci = ci;
+    handle.dbrec->set_ci = gdaki::prm::to_be32(static_cast<uint32_t>(ci) & gdaki::prm::cq_ci_mask);
+  }
 
   aligned_bytes ring;
   aligned_bytes dbrec;

@@ -71,6 +71,28 @@ GDAKI_HD inline void decode_cqe(const prm::cqe64* cqe, uint32_t tail, completion
   }
 }
 
+// Tells the NIC that every CQE below `next` has been read: the CQ doorbell record's
+// 24-bit consumer index (PRM 5.5), which a NIC without overrun-ignore compares with its
+// producer index. It must never move backwards: on hardware a smaller value reads as
+// "the poller has not made room" and the next CQE overruns the CQ. Concurrent pollers
+// claim CQEs in order but may publish out of order (a poller descheduled between its
+// claim and this store), so the store is a compare-and-swap that only moves forward
+// (wrap-safe in 24 bits: positions differ by less than a CQ, at most 2^22 entries).
+// (Fix: this was a plain store; a late poller moved set_ci back: core_cq_ci.*, tests/core.)
+GDAKI_HD inline void cq_publish_ci(cq_handle& cq, uint64_t next) {
+  const uint32_t want = static_cast<uint32_t>(next) & prm::cq_ci_mask;
+  uint32_t* word = &cq.dbrec->set_ci.raw;
+  uint32_t cur = arch::load_relaxed(word);
+  for (;;) {
+    const uint32_t have = prm::from_be(prm::be32{cur}) & prm::cq_ci_mask;
+    const uint32_t ahead = (want - have) & prm::cq_ci_mask;  // how far `want` is past `have`
+    if (ahead == 0 || ahead > (prm::cq_ci_mask >> 1)) return;  // already there or further
+    const uint32_t desired = prm::to_be32(want).raw;
+    if (arch::compare_swap(word, cur, desired)) return;
+    cur = arch::load_relaxed(word);
+  }
+}
+
 // Consumes the next CQE if one is there. On success fills *out and *position (the CQE's
 // free-running index) and returns ok; returns again when the CQ is empty. Safe to call
 // from many threads at once. Before claiming the CQE the caller's `peek` callback sees it
@@ -85,10 +107,7 @@ GDAKI_HD inline status cq_poll_one(cq_handle& cq, completion* out, uint64_t* pos
     decode_cqe(cqe, tail, out);
     peek(*out);
     if (arch::compare_swap(&cq.ci, ci, ci + 1)) {
-      // Tell the NIC how far we have read (used for overrun detection; NICs running with
-      // overrun-ignore do not read it). Concurrent pollers may store out of order; the
-      // value is advisory and never makes a slot look free before it is.
-      arch::store_relaxed(&cq.dbrec->set_ci.raw, prm::to_be32(static_cast<uint32_t>(ci + 1) & prm::cq_ci_mask).raw);
+      cq_publish_ci(cq, ci + 1);
       *position = ci;
       return status::ok;
     }

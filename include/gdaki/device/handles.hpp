@@ -81,6 +81,11 @@ struct qp_handle {
   doorbell_mode db_mode;
   uint32_t max_inline;  // largest inline payload the QP accepts
   uint32_t max_send_wqebbs;  // largest WQE the QP accepts, in WQEBBs (<= 16)
+  // Auto-signal: every WQE that covers a WQEBB k * auto_signal_wqebbs - 1 asks for a CQE,
+  // whatever its caller asked, so ring space always comes back through CQEs even when
+  // nobody signals (docs/device-api.md "Liveness rules"). A power of two <= ring / 2, set
+  // by export (verbs::qp::export_handle); 0 = off (hand-built handles only).
+  uint32_t auto_signal_wqebbs;
   // --- receive queue geometry --------------------------------------------------------
   uint8_t* rq_buf;  // 2^log_rq_wqes receive WQEs of 2^log_rq_stride bytes
   uint32_t log_rq_wqes;

@@ -105,15 +105,11 @@ GDAKI_HD constexpr uint8_t ctrl_byte(uint32_t flags) {
                               ((flags & op_flags::fence) ? prm::ctrl_flags::fence : 0));
 }
 
+// Takes nbb WQEBBs once they are free; a bounded wait that times out has reserved
+// nothing (sq_reserve_space). The sole poster skips the atomic read-modify-write.
 template <sharing S>
-GDAKI_HD inline uint64_t reserve(qp_handle& qp, uint32_t nbb) {
-  if constexpr (S == sharing::exclusive) {
-    const uint64_t start = arch::load_relaxed(&qp.sq_reserved);
-    arch::store_relaxed(&qp.sq_reserved, start + nbb);
-    return start;
-  } else {
-    return sq_reserve(qp, nbb);
-  }
+GDAKI_HD inline status reserve(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
+  return sq_reserve_space<S == sharing::exclusive>(qp, nbb, start, timeout_ns);
 }
 
 template <sharing S>
@@ -139,8 +135,8 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
       return status::ok;
     }
     if (nbb > sq_wqebbs(qp)) return status::invalid;
-    const uint64_t start = reserve<S>(qp, nbb);
-    const status st = sq_wait_space(qp, start, nbb, timeout_ns);
+    uint64_t start = 0;
+    const status st = reserve<S>(qp, nbb, &start, timeout_ns);
     if (st != status::ok) return st;
     build(start);
     *ticket = publish<S>(qp, start, nbb);
@@ -157,8 +153,7 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
       if (total > sq_wqebbs(qp)) {
         st = static_cast<uint32_t>(status::invalid);
       } else {
-        base = reserve<S>(qp, total);
-        st = static_cast<uint32_t>(sq_wait_space(qp, base, total, timeout_ns));
+        st = static_cast<uint32_t>(reserve<S>(qp, total, &base, timeout_ns));
       }
     }
     // One exchange carries both the base (low 56 bits are plenty) and the status.

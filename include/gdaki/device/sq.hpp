@@ -53,7 +53,13 @@ struct wqe_size_peek {
   uint64_t first = 0;
   uint32_t nbb = 1;
   GDAKI_HD GDAKI_SPECULATIVE_READ void operator()(const completion& c) {
-    first = widen16(arch::load_acquire(&qp->sq_rung), c.wqe_counter);
+    // Widened against sq_ready, which every WQE the NIC can have run lies below: ready is
+    // released before the doorbell record that exposes those WQEs, and the CQE (acquired
+    // by the caller) is written after the NIC read that record. (Fix: this used sq_rung,
+    // which the submitter stores only AFTER the doorbell record; a CQE for the second WQE
+    // of a batch arriving in between widened 65,536 WQEBBs back and was lost or, worse,
+    // settled every ticket: core_widening.*, tests/core.)
+    first = widen16(arch::load_acquire(&qp->sq_ready), c.wqe_counter);
     const auto* ctrl = reinterpret_cast<const prm::ctrl_seg*>(
         qp->sq_buf + ((first & (sq_wqebbs(*qp) - 1)) << prm::wqebb_shift));
     nbb = prm::wqebbs_for_ds(prm::from_be(ctrl->qpn_ds) & 0x3f);
@@ -149,13 +155,54 @@ GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb
   return status::ok;
 }
 
+// Reserves nbb WQEBBs, waiting at most timeout_ns for them to be free. A reservation can
+// not be taken back (every later poster waits in sq_mark_ready for the slots below its
+// own), so a wait that can time out must not hold one:
+//   - wait_forever, shared: the wait-free fetch_add, then wait for room (cannot abandon);
+//   - bounded, shared: compare-and-swap only once the ring has room, so a timeout has
+//     reserved nothing and the QP stays usable (core_reservation.*, tests/core);
+//   - exclusive (the caller is the QP's only poster): wait for room, then take it with a
+//     plain store; nobody else moves sq_reserved, so room seen stays ours.
+// A bounded shared wait for a large reservation can lose the room to smaller posters that
+// arrive meanwhile; it then times out with nothing reserved (docs/device-api.md).
+template <bool Exclusive = false>
+GDAKI_HD inline status sq_reserve_space(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
+  if constexpr (Exclusive) {
+    const uint64_t cur = arch::load_relaxed(&qp.sq_reserved);
+    const status st = sq_wait_space(qp, cur, nbb, timeout_ns);
+    if (st != status::ok) return st;
+    arch::store_relaxed(&qp.sq_reserved, cur + nbb);
+    *start = cur;
+    return status::ok;
+  } else {
+    if (timeout_ns == wait_forever) {
+      *start = sq_reserve(qp, nbb);
+      return sq_wait_space(qp, *start, nbb);
+    }
+    const uint64_t ring = sq_wqebbs(qp);
+    const uint64_t t0 = arch::clock_ns();
+    for (uint32_t i = 0;; ++i) {
+      const uint64_t cur = arch::load_relaxed(&qp.sq_reserved);
+      if (cur + nbb <= ring + arch::load_acquire(&qp.sq_completed)) {
+        if (arch::compare_swap(&qp.sq_reserved, cur, cur + nbb)) {
+          *start = cur;
+          return status::ok;
+        }
+        continue;  // another poster took it first: look again
+      }
+      if (sq_progress(qp) != 0) continue;
+      if (arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
+      arch::spin_pause(i);
+    }
+  }
+}
+
 // Reserve plus flow control in one call: *start receives the first WQEBB. Returns ok,
-// invalid (nbb larger than the QP allows) or timeout.
+// invalid (nbb larger than the QP allows) or timeout (then nothing is reserved).
 GDAKI_HD inline status sq_acquire(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns = wait_forever) {
   *start = 0;  // defined on every path, so callers never read an indeterminate value
   if (nbb == 0 || nbb > qp.max_send_wqebbs || nbb > sq_wqebbs(qp)) return status::invalid;
-  *start = sq_reserve(qp, nbb);
-  return sq_wait_space(qp, *start, nbb, timeout_ns);
+  return sq_reserve_space(qp, nbb, start, timeout_ns);
 }
 
 // Declares WQEBBs [start, start + nbb) fully written. Ready advances in reservation

@@ -41,7 +41,8 @@ class wqe_writer {
         unit_mask_((4u << qp.log_sq_wqebbs) - 1u),
         first_unit_(static_cast<uint32_t>(start << 2)),
         start_(start),
-        qpn_(qp.qpn) {}
+        qpn_(qp.qpn),
+        auto_signal_(qp.auto_signal_wqebbs) {}
 
   // Address of 16-byte unit i of this WQE (unit 0 is the control segment).
   GDAKI_HD uint8_t* unit(uint32_t i) const {
@@ -116,6 +117,10 @@ class wqe_writer {
   // Writes the control segment now that DS is known. imm_raw is stored unswapped.
   // Returns the number of WQEBBs the WQE occupies.
   GDAKI_HD uint32_t finish(prm::send_opcode op, uint8_t fm_ce_se, uint32_t imm_raw = 0, uint8_t opmod = 0) {
+    const uint32_t nbb = prm::wqebbs_for_ds(ds_);
+    if (auto_signals(start_, nbb, auto_signal_) && (fm_ce_se & prm::ctrl_flags::ce_mask) == prm::ctrl_flags::ce_error_only) {
+      fm_ce_se |= prm::ctrl_flags::cq_update;
+    }
     auto* c = reinterpret_cast<prm::ctrl_seg*>(unit(0));
     c->opmod_idx_opcode = prm::to_be32(prm::ctrl_word0(opmod, static_cast<uint16_t>(start_), op));
     c->qpn_ds = prm::to_be32(prm::ctrl_word1(qpn_, ds_));
@@ -124,7 +129,14 @@ class wqe_writer {
     c->dci_stream_channel_id[1] = 0;
     c->fm_ce_se = fm_ce_se;
     c->imm = imm_raw;
-    return prm::wqebbs_for_ds(ds_);
+    return nbb;
+  }
+
+  // Whether a WQE of nbb WQEBBs at `start` covers a WQEBB k * every - 1 (every: a power of
+  // two, 0 = never). Decided by position alone, so no shared counter is touched and any
+  // window of `every` consecutive WQEBBs holds the end of one signalled WQE.
+  GDAKI_HD static constexpr bool auto_signals(uint64_t start, uint32_t nbb, uint32_t every) {
+    return every != 0 && ((start + nbb) & ~uint64_t{every - 1}) != (start & ~uint64_t{every - 1});
   }
 
   GDAKI_HD uint32_t ds() const { return ds_; }
@@ -135,6 +147,7 @@ class wqe_writer {
   uint32_t first_unit_;
   uint64_t start_;
   uint32_t qpn_;
+  uint32_t auto_signal_;
   uint32_t ds_ = 1;  // unit 0 is reserved for the control segment
 };
 

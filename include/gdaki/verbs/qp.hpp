@@ -104,6 +104,15 @@ struct qp_export_options {
   // Set the host doorbell hook (CPU initiators: the provider may execute the new WQEs on
   // the ringing thread). Leave on for host-placed handles; it is never called on a GPU.
   bool host_hook = true;
+  // Auto-signal period in WQEBBs (dev::qp_handle::auto_signal_wqebbs): 0 = the default,
+  // the largest power of two <= ring / 2 that keeps the largest WQE live; no_auto_signal
+  // turns it off (the caller then signals at least every ring / 2 WQEBBs itself, or posts
+  // stall once the ring is full of unsignalled WQEs).
+  uint32_t auto_signal_wqebbs = 0;
+  static constexpr uint32_t no_auto_signal = ~uint32_t{0};
+  // Refuse a send CQ with fewer CQEs than the SQ has WQEBBs (every WQE may be signalled,
+  // so that many CQEs can be outstanding). Only tests of CQ overrun turn it off.
+  bool check_cq_depth = true;
 };
 
 class qp {

@@ -62,6 +62,7 @@ struct soft_cq : verbs::provider_object {
   // Producer side, serialised by mu: several QPs may share one CQ.
   std::mutex mu;
   uint64_t pi = 0;        // CQEs ever written
+  uint32_t seen_ci = 0;   // the set_ci read before the last CQE (no overrun-ignore only)
   bool dead = false;      // destroyed: write nothing more
   std::atomic<bool> error{false};  // overrun without ignore_overrun
 };

@@ -17,7 +17,13 @@ cq_write write_cqe(soft_cq& cq, const cqe_fields& f) {
     // set_ci is the poller's 24-bit consumer index (PRM 5.5); p - ci >= N is an overrun.
     const uint32_t ci = prm::from_be(prm::be32{dev::arch::load_acquire(&cq.dbrec->set_ci.raw)}) & prm::cq_ci_mask;
     const uint32_t used = (static_cast<uint32_t>(cq.pi) - ci) & prm::cq_ci_mask;
-    if (used >= n) {
+    // A consumer index behind one read before went backwards: pollers published out of
+    // order. A ConnectX would take the smaller value at its word and, sooner or later,
+    // overrun; we report it at once, as the overrun it is (core_cq_ci.*, tests/core).
+    const uint32_t back = (cq.seen_ci - ci) & prm::cq_ci_mask;
+    const bool went_back = back != 0 && back <= (prm::cq_ci_mask >> 1);
+    cq.seen_ci = ci;
+    if (used >= n || went_back) {
       cq.error.store(true);
       return cq_write::overrun;
     }

@@ -27,8 +27,8 @@ struct cqe_fields {
 enum class cq_write { ok, dropped, overrun };
 
 // Writes one CQE. Returns ok; dropped when the CQ was destroyed or is already in error;
-// overrun when the CQ has no ignore_overrun and set_ci shows no room (the CQ then goes to
-// error, and the caller moves its QP to ERR).
+// overrun when the CQ has no ignore_overrun and set_ci shows no room or moved backwards
+// (the CQ then goes to error, and the caller moves its QP to ERR).
 cq_write write_cqe(soft_cq& cq, const cqe_fields& f);
 
 }  // namespace gdaki::soft

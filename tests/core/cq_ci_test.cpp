@@ -1,0 +1,104 @@
+// Hazard 5 of the posting core: the CQ doorbell record's consumer index (set_ci) must
+// never move backwards. A NIC without overrun-ignore compares it with its producer index;
+// on a ConnectX a smaller value reads as "no room" and the next CQE overruns the CQ.
+//
+// How it failed before the fix: cq_poll_one stored set_ci with a plain store after
+// claiming a CQE, so a poller descheduled between its claim and its store wrote an older
+// value over a newer one (core_cq_ci.a_late_publisher_...: set_ci read 6 after 7), and the
+// soft NIC did not notice a consumer index going backwards (core_cq_ci.the_soft_nic_...:
+// the CQ stayed out of error).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "core/core_scale.hpp"
+#include "gdaki/device/ops.hpp"
+#include "soft/soft_fixture.hpp"
+#include "unit/unit_support.hpp"
+
+namespace {
+
+using gdaki::status;
+using namespace soft_test;
+
+uint32_t set_ci_of(const dev::cq_handle& cq) {
+  return prm::from_be(prm::be32{dev::arch::load_acquire(&cq.dbrec->set_ci.raw)}) & prm::cq_ci_mask;
+}
+
+TEST(core_cq_ci, a_late_publisher_never_moves_set_ci_back) {
+  gdaki_test::test_cq cq(4);
+  // Poller A claimed CQE 5 and was descheduled; poller B claimed CQE 6 and published 7.
+  dev::cq_publish_ci(cq.handle, 7);
+  dev::cq_publish_ci(cq.handle, 6);  // A, late
+  EXPECT_EQ(set_ci_of(cq.handle), 7u);
+  dev::cq_publish_ci(cq.handle, 8);
+  EXPECT_EQ(set_ci_of(cq.handle), 8u);
+}
+
+TEST(core_cq_ci, set_ci_moves_forward_across_the_24_bit_wrap) {
+  gdaki_test::test_cq cq(4);
+  cq.start_at(0xfffffe);
+  dev::cq_publish_ci(cq.handle, 0x1000001);  // 0x000001 after the wrap: forward
+  EXPECT_EQ(set_ci_of(cq.handle), 1u);
+  dev::cq_publish_ci(cq.handle, 0xffffff);  // behind, from before the wrap
+  EXPECT_EQ(set_ci_of(cq.handle), 1u);
+}
+
+// The soft NIC, like a ConnectX without overrun-ignore, reads set_ci before each CQE. A
+// consumer index that went back is an overrun there: the CQ goes to error and the QP that
+// tried moves to ERR, as hardware would report it.
+TEST(core_cq_ci, the_soft_nic_reports_a_consumer_index_that_went_back_as_an_overrun) {
+  pair p({.ignore_overrun = false}, {});
+  alignas(8) uint64_t dst = 0;
+  verbs::mr m(p.pd, &dst, 8, verbs::access::all);
+  const uint64_t v = 1;
+  // Two CQEs written and consumed: the NIC read set_ci = 1 before writing the second.
+  for (int i = 0; i < 2; ++i) {
+    post_write_inline(*p.a.h, addr(&dst), m.rkey(), &v, 8, prm::ctrl_flags::cq_update);
+    ASSERT_TRUE(wait_cqe(p.a, false).ok);
+  }
+  ASSERT_EQ(set_ci_of(*p.a.hs), 2u);
+  ASSERT_FALSE(p.a.scq.in_error());
+  // A late poller's plain store (the code before the fix) puts set_ci back to 0.
+  dev::arch::store_release(&p.a.hs->dbrec->set_ci.raw, prm::to_be32(0).raw);
+  post_write_inline(*p.a.h, addr(&dst), m.rkey(), &v, 8, prm::ctrl_flags::cq_update);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!p.a.scq.in_error() && std::chrono::steady_clock::now() - t0 < 5s) std::this_thread::yield();
+  EXPECT_TRUE(p.a.scq.in_error()) << "a consumer index that moved back is an overrun";
+}
+
+// Many pollers on one send CQ whose NIC checks set_ci (no overrun-ignore), the CQ exactly
+// as deep as the SQ: every post and wait ends ok and the CQ never sees set_ci move back.
+TEST(core_cq_ci, concurrent_pollers_keep_set_ci_monotone_under_a_checking_nic) {
+  constexpr uint32_t threads = 4;
+  const uint64_t per_thread = core_test::scaled(20000);
+  pair p({.sq_wqebbs = 64, .cq_depth = 64, .ignore_overrun = false, .auto_signal = 0}, {});
+  std::vector<uint64_t> dst(threads, 0);
+  verbs::mr m(p.pd, dst.data(), dst.size() * 8, verbs::access::all);
+  std::atomic<uint32_t> failures{0};
+  std::vector<std::thread> ts;
+  for (uint32_t t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      const dev::remote_ptr r{addr(&dst[t]), m.rkey()};
+      for (uint64_t k = 1; k <= per_thread; ++k) {
+        uint64_t ticket = 0;
+        const uint32_t flags = (k % 8 == 0) ? dev::op_flags::none : dev::op_flags::unsignaled;
+        if (dev::p<dev::scope_thread, dev::sharing::grid>(*p.a.h, r, &k, 8, &ticket, flags, 5'000'000'000) !=
+                status::ok ||
+            (k % 8 == 0 && dev::wait(*p.a.h, ticket, 5'000'000'000) != status::ok)) {
+          failures.fetch_add(1);
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0u);
+  EXPECT_EQ(dev::quiet(*p.a.h, 5'000'000'000), status::ok);
+  EXPECT_FALSE(p.a.scq.in_error());
+  for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(dst[t], per_thread) << "thread " << t;
+}
+
+}  // namespace
