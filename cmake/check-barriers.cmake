@@ -3,6 +3,8 @@
 # fallback (whose C++ fences compile to "dmb ish", correct for CPU threads only).
 #   cmake -DOBJDUMP=<objdump> -DBINARY=<file> "-DEXPECT=<regex>;<regex>..." -P check-barriers.cmake
 # scripts/test.sh's aarch64 pass runs it on a unit test that posts through sq_submit.
+# Seen failing (2026-12-04) on the arch.hpp before the aarch64 branch: sq_submit compiled
+# to "dmb ish ... stlr ... dmb ish ... str", no "dmb oshst" and no "dsb st".
 foreach(_var OBJDUMP BINARY EXPECT)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "check-barriers: -D${_var}=... is required")

@@ -36,7 +36,10 @@ fi
 # soft-NIC tiers: the targets of the labels below are built, nothing else (no tool, bench,
 # fuzzers, mlx5 or wire tests). A label with no tests yet selects nothing.
 # Left out: label install (it builds a consumer project with the build machine's own
-# compiler, which cannot link an aarch64 library).
+# compiler, which cannot link an aarch64 library), and soft_idle: it bounds the CPU cost
+# of an idle soft NIC at 5% of a core, and under qemu every wake-up of the engine's
+# back-off costs emulator work too (4.3% measured on 2026-12-04: a figure for qemu, not
+# for gdaki). It runs in the release pass.
 if [[ "${GDAKI_TEST_AARCH64:-1}" != 0 ]]; then
   aarch64_labels='unit|soft|device|core'
   for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
@@ -44,11 +47,12 @@ if [[ "${GDAKI_TEST_AARCH64:-1}" != 0 ]]; then
   done
   echo "=== [aarch64] configure"
   cmake --preset aarch64 >/dev/null
-  mapfile -t aarch64_targets < <(ctest --preset aarch64 -N -L "$aarch64_labels" -LE install --show-only=json-v1 |
+  mapfile -t aarch64_targets < <(ctest --preset aarch64 -N -L "$aarch64_labels" -LE install -E 'soft_idle' --show-only=json-v1 |
     python3 -c 'import json, os, sys
-# Each test command is: qemu-aarch64 -L <sysroot> <test binary> <args>; the binary is named
-# after its target (tests/CMakeLists.txt, gdaki_add_test).
-print("\n".join(sorted({os.path.basename(t["command"][3]) for t in json.load(sys.stdin)["tests"]})))')
+# A test of a built binary runs as: qemu-aarch64 -L <sysroot> <binary> <args>, and the
+# binary is named after its target (tests/CMakeLists.txt, gdaki_add_test).
+cmds = [t["command"] for t in json.load(sys.stdin)["tests"] if "command" in t]
+print("\n".join(sorted({os.path.basename(c[3]) for c in cmds if os.path.basename(c[0]).startswith("qemu-aarch64")})))')
   echo "=== [aarch64] build ${#aarch64_targets[@]} test targets"
   cmake --build --preset aarch64 -j "$jobs" --target "${aarch64_targets[@]}"
   # The data path must carry the aarch64 barriers (dmb oshst before the doorbell record,
@@ -56,6 +60,6 @@ print("\n".join(sorted({os.path.basename(t["command"][3]) for t in json.load(sys
   cmake -DOBJDUMP=aarch64-linux-gnu-objdump -DBINARY=build/aarch64/tests/unit/gdaki_unit_sq_doorbell \
         "-DEXPECT=dmb +oshst;dsb +st" -P cmake/check-barriers.cmake
   echo "=== [aarch64] ctest -L '$aarch64_labels' under qemu-user"
-  ctest --preset aarch64 -j "$jobs" -L "$aarch64_labels" -LE install
+  ctest --preset aarch64 -j "$jobs" -L "$aarch64_labels" -LE install -E 'soft_idle'
 fi
 echo "test.sh: all test passes green"
