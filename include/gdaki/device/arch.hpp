@@ -99,8 +99,8 @@ GDAKI_HD GDAKI_FORCEINLINE void fence_before_mmio() {
 // never merged with the next holder's copy. rdma-core does this with mmio_flush_writes()
 // after mlx5_bf_copy, inside the BlueFlame spinlock. Same instructions as
 // fence_before_mmio on the host.
-//  device: the doorbell stores are st.mmio, performed once each and not combined; the
-//    system-scope fence keeps them ordered before the lock release that follows.
+//  device: the same system-scope fence as before the doorbell, a conservative choice (a
+//    BlueFlame copy from a GPU has never run against a ConnectX).
 GDAKI_HD GDAKI_FORCEINLINE void fence_after_mmio() {
 #if GDAKI_DEVICE_PASS
   asm volatile("fence.acq_rel.sys;" ::: "memory");
