@@ -9,7 +9,8 @@ set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 
 set(GDAKI_AARCH64_TRIPLE aarch64-linux-gnu)
-set(GDAKI_AARCH64_SYSROOT /usr/${GDAKI_AARCH64_TRIPLE} CACHE PATH "Target libraries and headers (Debian cross layout)")
+set(GDAKI_AARCH64_SYSROOT /usr/${GDAKI_AARCH64_TRIPLE}
+    CACHE PATH "Target libraries and headers (Debian cross layout)")
 set(CMAKE_C_COMPILER ${GDAKI_AARCH64_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${GDAKI_AARCH64_TRIPLE}-g++)
 

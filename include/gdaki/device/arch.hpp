@@ -3,10 +3,11 @@
 // on top of these names. No other file in gdaki contains a fence, an atomic builtin or asm.
 //
 // Naming follows purpose (rdma-core udma_barrier.h style); the fences below carry a table
-// of their instruction per architecture and the source of each rule. Scopes: the data path's readers
-// may be the NIC, a CPU thread (soft NIC engine, proxy) or other GPU threads, and rings
-// usually live in host-pinned memory, so the device half uses system scope (.sys)
-// throughout: GPU scope (__threadfence) does not order stores for a CPU observer.
+// of their instruction per architecture and the source of each rule. Scopes: the data
+// path's readers may be the NIC, a CPU thread (soft NIC engine, proxy) or other GPU
+// threads, and rings usually live in host-pinned memory, so the device half uses system
+// scope (.sys) throughout: GPU scope (__threadfence) does not order stores for a CPU
+// observer.
 #pragma once
 
 #include <cstdint>
