@@ -2,7 +2,8 @@
 # Installs what gdaki needs to build and test on Debian 12 (run as root).
 # Compiler, CMake, GoogleTest, rdma-core headers (layout checks, later the mlx5 provider),
 # and the libraries later tools use; python3-jsonschema (the bench --json schema test),
-# python3-matplotlib (bench/plot.py) and ucx-utils (bench/compare-ucx). CUDA is optional
+# python3-matplotlib (bench/plot.py) and ucx-utils (bench/compare-ucx); the aarch64 cross
+# toolchain and qemu-user for the aarch64 test pass. CUDA is optional
 # and never installed here.
 set -euo pipefail
 packages=(
@@ -13,6 +14,9 @@ packages=(
   python3 python3-jsonschema python3-matplotlib ucx-utils
   iproute2 procps ccache
   clang libclang-rt-14-dev  # libFuzzer (clang -fsanitize=fuzzer) for tests/fuzz
+  # aarch64 pass of scripts/test.sh: cross compiler (with binutils' objdump), qemu-user to
+  # run the tests, GoogleTest's sources to build it for the target.
+  g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user googletest
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -2,10 +2,12 @@
 // path lives here, with one CUDA half and one host half; everything else is written once
 // on top of these names. No other file in gdaki contains a fence, an atomic builtin or asm.
 //
-// Naming follows purpose (rdma-core udma_barrier.h style). Scopes: the data path's readers
-// may be the NIC, a CPU thread (soft NIC engine, proxy) or other GPU threads, and rings
-// usually live in host-pinned memory, so the device half uses system scope (.sys)
-// throughout: GPU scope (__threadfence) does not order stores for a CPU observer.
+// Naming follows purpose (rdma-core udma_barrier.h style); the fences below carry a table
+// of their instruction per architecture and the source of each rule. Scopes: the data
+// path's readers may be the NIC, a CPU thread (soft NIC engine, proxy) or other GPU
+// threads, and rings usually live in host-pinned memory, so the device half uses system
+// scope (.sys) throughout: GPU scope (__threadfence) does not order stores for a CPU
+// observer.
 #pragma once
 
 #include <cstdint>
@@ -25,49 +27,123 @@
 namespace gdaki::dev::arch {
 
 // ---------------------------------------------------------------------------------------
-// Fences
+// Fences, one per purpose. Each has a device half (PTX) and a host half per architecture:
+// x86-64 (and i386), aarch64, and a generic fallback. The host rules follow rdma-core's
+// util/udma_barrier.h, where each purpose has its own name (udma_to_device_barrier,
+// mmio_wc_start / mmio_flush_writes, udma_from_device_barrier), and the Linux kernel's
+// DMA barriers (Documentation/memory-barriers.txt: dma_wmb, wmb, dma_rmb;
+// arch/arm64/include/asm/barrier.h). On aarch64 the shareability domain matters: a PCIe
+// device is an observer in the outer-shareable domain, so device-facing barriers use
+// "osh" (or a DSB), never the inner-shareable "dmb ish" that C++ fences compile to
+// (Arm ARM, "Data Memory Barrier" / "Data Synchronization Barrier").
+//
+//   purpose                                       x86-64            aarch64      generic
+//   fence_to_device    WQE bytes before DBR store compiler barrier  dmb oshst    seq_cst
+//   fence_before_mmio  DBR before MMIO doorbell,  sfence            dsb st       seq_cst
+//                      WC buffer drained
+//   fence_after_mmio   WC (BlueFlame) stores      sfence            dsb st       seq_cst
+//                      leave the CPU now
+//   fence_from_device  valid bit before body      compiler barrier  dmb oshld    seq_cst
+//   fence_full         store->load, all parties   mfence (seq_cst)  dmb osh      seq_cst
+//
+// The generic column is a C++ seq_cst fence: right for CPU observers (the soft NIC, the
+// proxy), with no promise for a device. A port that drives real hardware on another
+// architecture adds its column here, from the same sources.
 // ---------------------------------------------------------------------------------------
 
-// Orders every earlier store of this thread (WQE bytes, receive WQEs) before later stores
-// that publish them to the NIC (doorbell record). Pairs with the NIC's acquire of the DBR.
+// Before the doorbell-record store: every earlier store of this thread (WQE bytes, receive
+// WQEs) is visible to the device before any later store (the DBR) is. Store->store only;
+// the DBR store that follows is store_release, which also orders earlier loads. Pairs with
+// the NIC's acquire of the DBR.
+//  x86-64: TSO keeps stores to ordinary memory in order, so only the compiler must not
+//    move them: rdma-core's udma_to_device_barrier is an empty asm there. The C++ release
+//    fence is exactly that (no instruction) and ThreadSanitizer sees it.
+//  aarch64: dmb oshst, rdma-core's udma_to_device_barrier and Linux's dma_wmb().
 GDAKI_HD GDAKI_FORCEINLINE void fence_to_device() {
 #if GDAKI_DEVICE_PASS
   asm volatile("fence.acq_rel.sys;" ::: "memory");
-#else
+#elif defined(__x86_64__) || defined(__i386__)
   std::atomic_thread_fence(std::memory_order_release);
+#elif defined(__aarch64__)
+  asm volatile("dmb oshst" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 
-// Orders the doorbell-record store before the MMIO doorbell store, and makes earlier
-// write-combined stores (BlueFlame copies, GDRCopy-mapped buffers) leave the WC buffer.
-// x86 keeps ordinary stores in order (TSO), so only the WC buffer needs a fence: sfence
-// plus a compiler barrier, as rdma-core's mmio_flush_writes. (A full fence here cost a
-// quarter of a CPU poster's time per WQE on the soft NIC, for no ordering it needed.)
+// Before the MMIO doorbell (or a BlueFlame copy): the doorbell-record store is ordered
+// before the doorbell store, so a NIC woken by the doorbell never reads an old DBR, and
+// earlier write-combined stores (a previous BlueFlame copy, GDRCopy-mapped buffers) have
+// left the CPU's WC buffer. rdma-core calls this mmio_wc_start() (= mmio_flush_writes).
+//  x86-64: sfence plus a compiler barrier. TSO already keeps the DBR store before the
+//    doorbell store; only WC stores can pass it. (A full fence here cost a quarter of a
+//    CPU poster's time per WQE on the soft NIC, for no ordering it needed.)
+//  aarch64: dsb st, rdma-core's mmio_flush_writes and Linux's wmb(). A DSB, not a DMB:
+//    the UAR page is mapped Device or Normal-NC (write-combining), and the ordering
+//    between a Normal-memory store (the DBR) and a store to such a mapping is only
+//    guaranteed once the earlier store has completed, which a DMB does not wait for.
 GDAKI_HD GDAKI_FORCEINLINE void fence_before_mmio() {
 #if GDAKI_DEVICE_PASS
   asm volatile("fence.acq_rel.sys;" ::: "memory");
 #elif defined(__x86_64__) || defined(__i386__)
   _mm_sfence();
   std::atomic_signal_fence(std::memory_order_seq_cst);
+#elif defined(__aarch64__)
+  asm volatile("dsb st" ::: "memory");
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 
-// Orders a completed poll (CQE owner byte observed) before reads of the CQE body and of
-// data the NIC placed (READ / atomic results). Pairs with the NIC's release of op_own.
+// After a BlueFlame copy (stores to a write-combining mapping), still inside the lock that
+// serialises doorbells: the combined stores leave the CPU now and in lock order, and are
+// never merged with the next holder's copy. rdma-core does this with mmio_flush_writes()
+// after mlx5_bf_copy, inside the BlueFlame spinlock. Same instructions as
+// fence_before_mmio on the host.
+//  device: the same system-scope fence as before the doorbell, a conservative choice (a
+//    BlueFlame copy from a GPU has never run against a ConnectX).
+GDAKI_HD GDAKI_FORCEINLINE void fence_after_mmio() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#elif defined(__x86_64__) || defined(__i386__)
+  _mm_sfence();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#elif defined(__aarch64__)
+  asm volatile("dsb st" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// After observing a store from the device (a CQE owner byte): later reads of the CQE body
+// and of data the NIC placed (READ / atomic results) see what the device wrote before it.
+// Pairs with the NIC's ordered write of op_own after the body.
+//  x86-64: loads are not reordered with older loads from ordinary (write-back) memory,
+//    so a compiler barrier suffices: Linux's dma_rmb() is barrier() on x86. (rdma-core's
+//    udma_from_device_barrier uses lfence, which only matters for WC/UC reads; CQ rings
+//    are write-back memory.)
+//  aarch64: dmb oshld, rdma-core's udma_from_device_barrier and Linux's dma_rmb().
 GDAKI_HD GDAKI_FORCEINLINE void fence_from_device() {
 #if GDAKI_DEVICE_PASS
   asm volatile("fence.acq_rel.sys;" ::: "memory");
-#else
+#elif defined(__x86_64__) || defined(__i386__)
   std::atomic_thread_fence(std::memory_order_acquire);
+#elif defined(__aarch64__)
+  asm volatile("dmb oshld" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 
 // Full two-way fence for the rare paths that need store->load ordering.
+//  x86-64: the C++ seq_cst fence (mfence or a locked instruction).
+//  aarch64: dmb osh, Linux's dma_mb(): the outer-shareable form of the dmb ish that a C++
+//    seq_cst fence compiles to, so it also covers a device observer.
 GDAKI_HD GDAKI_FORCEINLINE void fence_full() {
 #if GDAKI_DEVICE_PASS
   asm volatile("fence.sc.sys;" ::: "memory");
+#elif defined(__aarch64__)
+  asm volatile("dmb osh" ::: "memory");
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
@@ -145,8 +221,9 @@ GDAKI_HD GDAKI_FORCEINLINE void store_relaxed(uint64_t* p, uint64_t v) {
 
 // The 8-byte doorbell store to the UAR register: one 64-bit store, never two 32-bit ones.
 // Callers put fence_before_mmio() before it. On the GPU this is an MMIO store (not merged
-// or reordered with other MMIO by the memory system); on the host an atomic store, which is
-// a single mov on x86-64 and visible to a soft-NIC engine polling the same word.
+// or reordered with other MMIO by the memory system); on the host a relaxed atomic store,
+// visible to a soft-NIC engine polling the same word: one aligned 64-bit mov on x86-64 and
+// one str on aarch64 (single-copy atomic), as rdma-core's mmio_write64 on 64-bit CPUs.
 GDAKI_HD GDAKI_FORCEINLINE void doorbell_store64(uint64_t* reg, uint64_t v) {
 #if GDAKI_DEVICE_PASS
 #if __CUDA_ARCH__ >= 700
@@ -223,6 +300,8 @@ GDAKI_HD GDAKI_FORCEINLINE void spin_pause(uint32_t iteration) {
   if (iteration < 64) {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");  // Linux's cpu_relax() on arm64
 #endif
   } else {
     std::this_thread::yield();
