@@ -41,7 +41,15 @@ GDAKI_HD GDAKI_FORCEINLINE bool cqe_ready(const cq_handle& cq, uint64_t ci, uint
   const uint8_t op_own = static_cast<uint8_t>(tail >> 24);
   const uint8_t expected_owner = static_cast<uint8_t>((ci >> cq.log_cqe_cnt) & 1);
   *tail_out = tail;
-  return prm::cqe_opcode_of(op_own) != prm::cqe_opcode::invalid && (op_own & prm::cqe_owner_mask) == expected_owner;
+  if (prm::cqe_opcode_of(op_own) == prm::cqe_opcode::invalid || (op_own & prm::cqe_owner_mask) != expected_owner) {
+    return false;
+  }
+  // The NIC wrote the CQE body (and the data it reports) by DMA before the owner word: on
+  // a weakly ordered host the acquire load orders CPU-visible stores, the read barrier
+  // device writes (rdma-core's udma_from_device_barrier after the owner check; a compiler
+  // barrier on x86, dmb oshld on aarch64).
+  arch::fence_from_device();
+  return true;
 }
 
 GDAKI_HD inline void decode_cqe(const prm::cqe64* cqe, uint32_t tail, completion* out) {

@@ -4,6 +4,7 @@
 // geometry fields and updates the counters with the atomics of arch.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -126,6 +127,20 @@ static_assert(std::is_trivially_copyable_v<qp_handle> && std::is_trivially_copya
               "handles are plain data copied to GPU memory");
 static_assert(std::is_standard_layout_v<qp_handle> && std::is_standard_layout_v<cq_handle>,
               "handles are shared between host and device compilers");
+
+// The run-time counters of each side of the data path sit on cache lines of their own,
+// apart from the geometry the export writes once (docs/memory-ordering.md, "Every shared
+// word"): posters' reservation, readiness, completion and receive groups never share a
+// line with each other or with read-only fields.
+static_assert(offsetof(qp_handle, sq_reserved) % 64 == 0 && offsetof(qp_handle, sq_ready) % 64 == 0 &&
+                  offsetof(qp_handle, sq_completed) % 64 == 0 && offsetof(qp_handle, rq_reserved) % 64 == 0,
+              "each counter group starts a cache line");
+static_assert(offsetof(qp_handle, proxy_ring) + sizeof(void*) <= offsetof(qp_handle, sq_reserved),
+              "read-only geometry ends before the first counter line");
+static_assert(offsetof(qp_handle, err_reserved) + sizeof(uint32_t) <= offsetof(qp_handle, rq_reserved) &&
+                  offsetof(qp_handle, db_lock) + sizeof(uint32_t) <= offsetof(qp_handle, sq_completed),
+              "send and receive counter groups do not share a line");
+static_assert(offsetof(cq_handle, ci) % 64 == 0, "the CQ's claim counter has its own line");
 
 GDAKI_HD constexpr uint32_t sq_wqebbs(const qp_handle& qp) { return 1u << qp.log_sq_wqebbs; }
 GDAKI_HD constexpr uint32_t rq_wqes(const qp_handle& qp) { return 1u << qp.log_rq_wqes; }

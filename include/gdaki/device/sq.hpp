@@ -272,6 +272,10 @@ GDAKI_HD inline void sq_submit(qp_handle& qp) {
       if (qp.db_mode == doorbell_mode::blueflame && qp.bf_reg != nullptr && prev + first_nbb == pc &&
           first_nbb * 64 <= qp.bf_size) {
         detail::blueflame_copy(qp, prev, first_nbb);  // exactly one WQE: BlueFlame it
+        // Drain the write-combined copy inside db_lock, so the next holder's copy to the
+        // same register can not merge with ours (rdma-core's mmio_flush_writes after
+        // mlx5_bf_copy, under the BF lock).
+        arch::fence_after_mmio();
       } else {
         arch::doorbell_store64(qp.uar_db, detail::doorbell_word(qp.qpn, pc));
       }
