@@ -81,6 +81,19 @@ status resolve_rmac(qp_obj* q, const verbs::address& av, std::array<uint8_t, 6>*
   return status::ok;
 }
 
+// What rdma-core's mlx5 provider does whenever a QP enters RESET (modify or destroy): the
+// QP's CQEs leave both CQs (the receive CQ may serve other QPs, whose CQEs stay, in
+// order), and the doorbell record goes back to 0, the index the NIC restarts both rings
+// at. The exported handle is a snapshot: export the QP again (every counter 0) and its CQs
+// (consumer index past the discarded CQEs) before posting after RESET.
+status clean_after_reset(qp_obj* q, std::string* why) {
+  status st = q->dbr.fill(0, why);
+  if (st != status::ok) return st;
+  st = discard_qp_completions(q->rcq, q->qpn, why);
+  if (st == status::ok && q->scq != q->rcq) st = discard_qp_completions(q->scq, q->qpn, why);
+  return st;
+}
+
 status to_init(qp_obj* q, const verbs::qp_attr& a, uint32_t mask, std::string* why) {
   namespace m = verbs::qp_attr_mask;
   prm_cmd::rst2init_params p;
@@ -251,6 +264,10 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
     st = run_modify(q, prm_cmd::build_2err(q->qpn), why);
   } else if (to == qp_state::reset) {
     st = run_modify(q, prm_cmd::build_2rst(q->qpn), why);
+    if (st == status::ok) {
+      q->attr.state = qp_state::reset;  // the NIC is in RESET even if the clean-up below fails
+      st = clean_after_reset(q, why);
+    }
   } else if (from == qp_state::reset && to == qp_state::init) {
     st = to_init(q, a, mask, why);
   } else if (from == qp_state::init && to == qp_state::rtr) {
@@ -310,8 +327,14 @@ status query_qp(provider_object* qpo, verbs::qp_attr* out, std::string* why) {
 }
 
 status destroy_qp(provider_object* qpo) {
-  release_qp(static_cast<qp_obj*>(qpo));
-  return status::ok;
+  auto* q = static_cast<qp_obj*>(qpo);
+  // The QP object goes first, so the NIC writes no CQE for it during the clean-up.
+  q->pd->dev->dv->devx_obj_destroy(q->obj);
+  q->obj = nullptr;
+  std::string why;
+  const status st = clean_after_reset(q, &why);
+  release_qp(q);
+  return st;
 }
 
 status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string* why) {
