@@ -944,3 +944,51 @@ TEST_F(mlx5_devx_fake, destroy_discards_the_qps_cqes_from_a_cq_that_outlives_it)
   EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
   EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
 }
+
+// GPU-memory rings keep their doorbell record in host-pinned memory, which the CPU doorbell
+// service of a cpu-assisted export reads (before: GPU memory, and the service dereferenced a
+// device pointer). Needs a working CUDA driver for the ring allocation; skips without one.
+TEST_F(mlx5_devx_fake, gpu_memory_rings_get_a_doorbell_record_the_cpu_doorbell_service_can_read) {
+  std::string msg;
+  const gdaki::gpu::cuda_driver_api* cu = gdaki::gpu::cuda_driver(&msg);
+  if (cu == nullptr) GTEST_SKIP() << "no CUDA driver: " << msg;
+  auto* pd = make_pd();
+  auto* scq = make_cq();
+  auto* rcq = make_cq();
+  verbs::qp_init in;
+  in.sq_wqebbs = 64;
+  in.rq_wqes = 32;
+  in.sq_ring.kind = verbs::memory_kind::device;
+  verbs::qp_create_args a;
+  a.init = &in;
+  a.send_cq = scq;
+  a.recv_cq = rcq;
+  verbs::provider_object* qp = nullptr;
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  std::string why;
+  const status st = ops.create_qp(pd, a, &qp, &qpn, &caps, &why);
+  if (st == status::not_supported) {
+    EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+    EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+    EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+    GTEST_SKIP() << "GPU memory not available: " << why;
+  }
+  ASSERT_EQ(st, status::ok) << why;
+  gdaki::dev::qp_handle h{};
+  verbs::qp_export_options opt;
+  opt.db_mode = gdaki::dev::doorbell_mode::cpu_assisted;
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  constexpr int memory_type_attribute = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+  constexpr unsigned memory_type_host = 1, memory_type_device = 2;
+  unsigned type = 0;
+  ASSERT_EQ(cu->pointer_get_attribute(&type, memory_type_attribute, reinterpret_cast<uintptr_t>(h.dbrec)), 0);
+  EXPECT_EQ(type, memory_type_host) << "the doorbell record must be host(-pinned) memory";
+  ASSERT_EQ(cu->pointer_get_attribute(&type, memory_type_attribute, reinterpret_cast<uintptr_t>(h.sq_buf)), 0);
+  EXPECT_EQ(type, memory_type_device) << "the rings stay in GPU memory";
+  EXPECT_EQ(gdaki::prm::from_be(h.dbrec->snd), 0u);  // a CPU read, as the doorbell service makes
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}

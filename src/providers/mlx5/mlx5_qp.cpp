@@ -208,7 +208,14 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->rq_bytes = size_t{1} << (q->log_rq + q->log_rq_stride);
   const size_t wq_bytes = q->rq_bytes + size_t{sq_n} * prm::wqebb_bytes;
   status st = q->wq.place(in.sq_ring, wq_bytes, "work queue (RQ + SQ)", why);
-  if (st == status::ok) st = q->dbr.allocate(in.sq_ring.kind, 64, "qp doorbell record", why);
+  // The doorbell record is written by whoever posts (GPU threads, CPU threads or the proxy
+  // thread) and read by the NIC and, with cpu_assisted doorbells, by a CPU thread. The
+  // backend is chosen at export, after this, so a record next to GPU-memory rings goes to
+  // host-pinned memory, which all of them reach; in GPU memory the CPU doorbell service
+  // would dereference a device pointer (docs/mlx5.md, "Doorbell record placement").
+  const verbs::memory_kind dbr_kind =
+      in.sq_ring.kind == verbs::memory_kind::device ? verbs::memory_kind::host_pinned : in.sq_ring.kind;
+  if (st == status::ok) st = q->dbr.allocate(dbr_kind, 64, "qp doorbell record", why);
   if (st == status::ok) st = register_umem(d, q->wq, "work queue (RQ + SQ)", &q->wq_umem, why);
   if (st == status::ok) st = register_umem(d, q->dbr, "qp doorbell record", &q->dbr_umem, why);
   if (st == status::ok) {
