@@ -992,3 +992,51 @@ TEST_F(mlx5_devx_fake, gpu_memory_rings_get_a_doorbell_record_the_cpu_doorbell_s
   EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
   EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
 }
+
+// The data path returns fetch-add / compare-swap results as host words, right only when the
+// NIC writes them in host order. Before this check, a NIC in big-endian mode (endianness
+// mode 0) exported like any other and every atomic result came back byte-swapped (the
+// big-endian case below failed: the export returned ok).
+TEST_F(mlx5_devx_fake, export_honours_the_atomic_result_byte_order_capability) {
+  auto* pd = make_pd();
+  auto* scq = make_cq();
+  auto* rcq = make_cq();
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  auto* qp = make_qp(pd, scq, rcq, &qpn, &caps);
+  verbs::qp_export_options opt;
+  gdaki::dev::qp_handle h{};
+  std::string why;
+  // Host endianness (mode 1): exported; the caps were asked for (atomic caps, current).
+  r.endian_mode = 1;
+  r.calls.clear();
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  EXPECT_EQ(r.calls, std::vector<std::string>{"QUERY_HCA_CAP"});
+  EXPECT_EQ(pc::get_bits(last_command(pc::op::query_hca_cap), 0x30, 16), 0x7u);
+  // Big-endian results (mode 0): refused, naming the device, the capability and the cause.
+  r.endian_mode = 0;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::not_supported);
+  EXPECT_NE(why.find("device mlx5_fake"), std::string::npos) << why;
+  EXPECT_NE(why.find("req_8B_endianness_mode 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("byte-swapped"), std::string::npos) << why;
+  // Reserved modes are not taken for host order.
+  r.endian_mode = 2;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::not_supported);
+  // No 8-byte compare-swap / fetch-add at all: no result to misread (the NIC fails such a
+  // WQE with an error CQE), so puts and gets still export.
+  r.atomic_ops = 0;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  r.atomic_ops = 0xf;
+  r.atomic_size_qp = 0x4;  // 4-byte atomics only
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  // When the caps cannot be read the order is unknown: refused, saying so.
+  r.atomic_size_qp = 0xc;
+  r.fail[pc::op::query_hca_cap] = {0x02, 0};
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::io_error);
+  EXPECT_NE(why.find("cannot tell in which byte order"), std::string::npos) << why;
+  r.fail.clear();
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}

@@ -12,6 +12,7 @@
 #include "gdaki/prm/wqe.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "../../verbs/sq_geometry.hpp"
+#include "mlx5_atomic_results.hpp"
 #include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
 #include "mlx5_prm_cmd.hpp"
@@ -92,6 +93,28 @@ status clean_after_reset(qp_obj* q, std::string* why) {
   st = discard_qp_completions(q->rcq, q->qpn, why);
   if (st == status::ok && q->scq != q->rcq) st = discard_qp_completions(q->scq, q->qpn, why);
   return st;
+}
+
+// Refuses an export whose atomic results the data path would misread: it hands the result
+// buffer's 8 bytes to callers as a host word, which is right only when the NIC writes them
+// in host order (mlx5_atomic_results.hpp). Asked per export (a control-path command), so a
+// NIC reconfigured between exports is judged as it is now.
+status check_atomic_results(device_obj* d, std::string* why) {
+  prm_cmd::atomic_caps ac;
+  if (status s = query_atomic_caps(d, &ac); s != status::ok) {
+    *why = "device " + d->name + ": cannot tell in which byte order its atomics return results (QUERY_HCA_CAP of the "
+           "atomic caps failed), so fetch-add and compare-swap results could be byte-swapped; refusing the export";
+    return status::io_error;
+  }
+  if (atomic_results_of(ac) == atomic_results::big_endian) {
+    *why = "device " + d->name + ": its 8-byte atomics return big-endian results (QUERY_HCA_CAP atomic "
+           "req_8B_endianness_mode " + std::to_string(ac.req_8B_endianness_mode) +
+           ", host endianness not enabled; rdma-core reports such a device as IBV_ATOMIC_NONE), and the data path "
+           "returns fetch-add / compare-swap results as host words: they would be byte-swapped, so the export is "
+           "refused";
+    return status::not_supported;
+  }
+  return status::ok;
 }
 
 status to_init(qp_obj* q, const verbs::qp_attr& a, uint32_t mask, std::string* why) {
@@ -350,6 +373,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
     *why = "BlueFlame doorbells are not exported by the mlx5 provider (bf_reg is null); use db_store or cpu_assisted";
     return status::not_supported;
   }
+  if (status s = check_atomic_results(q->pd->dev, why); s != status::ok) return s;
   auto* cpu_db = static_cast<uint64_t*>(q->uar->reg_addr);
   uint64_t* db = cpu_db;
   const bool gpu_rings = q->wq.kind() != verbs::memory_kind::host;
