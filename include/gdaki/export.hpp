@@ -37,7 +37,17 @@ struct backend_inputs {
   // GPU initiators on mlx5: whether GPU stores reach the NIC's doorbell (UAR) page, i.e.
   // cuMemHostRegister(IOMEMORY) of it works. Only a real UAR page can tell.
   enum class uar_mapping : uint8_t { no, yes, unknown } gpu_uar = uar_mapping::unknown;
+  // Where the QP's work-queue rings, its doorbell record and its CQ rings live. A backend
+  // is chosen only if every party of it reaches what it touches: the initiators (or the
+  // proxy thread) write the rings and the record and poll the CQs, the CPU doorbell
+  // service reads the record, the soft NIC's engine (a CPU thread) all three. CPU threads
+  // reach host and host_pinned memory, GPU threads host_pinned and gpu memory. unknown:
+  // not given, so not checked (gdaki::exported_qp gives the rings and the record).
+  enum class memory : uint8_t { unknown, host, host_pinned, gpu };
+  memory rings = memory::unknown, doorbell_record = memory::unknown, cqs = memory::unknown;
 };
+
+const char* to_string(backend_inputs::memory m);
 
 struct backend_choice {
   dev::qp_backend backend = dev::qp_backend::direct;
@@ -48,15 +58,21 @@ struct backend_choice {
 };
 
 // The backend an export with `request` gets on the set-up `in`. Pure (tested for every
-// combination). Throws gdaki::error(not_supported) when an explicit request cannot work
-// there (e.g. direct GPU doorbells on mlx5 when the UAR page cannot be mapped), naming
-// the cause; `automatic` never throws.
+// combination). Throws gdaki::error(not_supported) when the request cannot work there
+// (e.g. direct GPU doorbells on mlx5 when the UAR page cannot be mapped, or the CPU
+// doorbell service with the doorbell record in GPU memory), naming the cause; `automatic`
+// throws only when no backend can work, naming why each one cannot.
 backend_choice choose_backend(const backend_inputs& in, backend_request request = backend_request::automatic);
 
 struct export_options {
   backend_request backend = backend_request::automatic;
   gdaki::initiator initiator = gdaki::initiator::cpu;
   backend_inputs::uar_mapping gpu_uar = backend_inputs::uar_mapping::unknown;
+  // Where the QP's rings, doorbell record and CQ rings were placed (backend_inputs): give
+  // them, and the choice refuses a backend some party of which cannot reach them.
+  backend_inputs::memory rings = backend_inputs::memory::unknown;
+  backend_inputs::memory doorbell_record = backend_inputs::memory::unknown;
+  backend_inputs::memory cqs = backend_inputs::memory::unknown;
   // Proxy backend: ring of 2^log2_ring_slots descriptors, and the service's tuning.
   uint32_t log2_ring_slots = 10;
   proxy::proxy_options proxy = {};

@@ -89,6 +89,9 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   in.provider = r.ops->name != nullptr ? r.ops->name : "";
   in.initiator = opt.initiator;
   in.gpu_uar = opt.gpu_uar;
+  in.rings = opt.rings;
+  in.doorbell_record = opt.doorbell_record;
+  in.cqs = opt.cqs;
   impl& s = *impl_;
   s.choice = choose_backend(in, opt.backend);
   s.own_thread = opt.own_thread;

@@ -116,17 +116,18 @@ placement_decision decide(const capabilities& c) {
     d.cqs = {location::host_pinned, why};
   }
 
-  // Doorbell: a direct GPU store needs the UAR page registered as I/O memory with CUDA.
-  const bool uar_ok = c.gpu_host_register && c.uar_gpu_mappable != tristate::no;
-  if (uar_ok) {
-    std::string why =
-        "the UAR page is registered with cuMemHostRegister(IOMEMORY) and GPU threads store "
-        "the 8-byte doorbell directly";
-    if (c.uar_gpu_mappable == tristate::unknown) {
-      why += "; unconfirmed until a QP's UAR page is registered, and QPs fall back to "
-             "cpu_assisted if that fails";
-    }
-    d.doorbell = {doorbell_path::gpu_store, why};
+  // Doorbell: a direct GPU store needs the UAR page registered as I/O memory with CUDA,
+  // which only a real UAR page confirms. Until then the CPU rings, as the export's
+  // automatic backend choice does (gdaki::choose_backend): the two must agree.
+  if (c.gpu_host_register && c.uar_gpu_mappable == tristate::yes) {
+    d.doorbell = {doorbell_path::gpu_store,
+                  "the UAR page is registered with cuMemHostRegister(IOMEMORY) and GPU threads store the 8-byte "
+                  "doorbell directly"};
+  } else if (c.gpu_host_register && c.uar_gpu_mappable == tristate::unknown) {
+    d.doorbell = {doorbell_path::cpu_assisted,
+                  "whether GPU stores reach the UAR page is not known until a QP's UAR page is registered with "
+                  "cuMemHostRegister(IOMEMORY): a CPU thread rings the UAR (request the direct backend to try GPU "
+                  "stores; the export fails naming the cause if they cannot)"};
   } else {
     d.doorbell = {doorbell_path::cpu_assisted,
                   !c.gpu_host_register
@@ -136,17 +137,17 @@ placement_decision decide(const capabilities& c) {
                         "the UAR"};
   }
 
-  // Doorbell records: written by the GPU, read by the NIC, and also by the CPU when it
-  // rings on the GPU's behalf.
-  if (d.doorbell.value == doorbell_path::cpu_assisted) {
-    d.doorbell_records = {location::host_pinned,
-                          "the CPU thread that rings the UAR polls the doorbell records; "
-                          "host-pinned memory is the cheapest place for a CPU to poll"};
-  } else if (rings_in_gpu) {
-    d.doorbell_records = {location::gpu, "with the rings: GPU stores stay local"};
-  } else {
-    d.doorbell_records = {location::host_pinned, "with the rings"};
-  }
+  // Doorbell records: written by the poster (GPU threads, or the proxy thread), read by the
+  // NIC and, with cpu_assisted doorbells, by a CPU thread. The backend is chosen per export,
+  // after the QP exists, so the record goes where every one of them reaches it: host-pinned
+  // memory (the mlx5 provider places it there next to GPU-memory rings). In GPU memory the
+  // CPU doorbell service would dereference a device pointer.
+  d.doorbell_records = {location::host_pinned,
+                        d.doorbell.value == doorbell_path::cpu_assisted
+                            ? "the CPU thread that rings the UAR polls the doorbell records; host-pinned memory is "
+                              "the cheapest place for a CPU to poll and GPU threads reach it mapped"
+                            : "GPU threads and the NIC reach it, and so does the CPU doorbell service should an "
+                              "export choose cpu-assisted or proxy"};
 
   if (d.gpu_memory.value != gpu_registration::none) {
     d.data = {location::gpu, "GPU memory is registrable, so payloads move GPU to NIC directly"};

@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "gdaki/device/cq.hpp"
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/verbs/provider.hpp"
 #include "gpu/cuda_driver.hpp"
@@ -814,4 +816,227 @@ TEST_F(mlx5_devx_fake, query_device_takes_endianness_and_masked_atomics_from_the
   ASSERT_EQ(ops.query_device(dev, &a, &why), status::ok) << why;
   EXPECT_TRUE(a.atomic_host_endian);
   EXPECT_FALSE(a.masked_atomics);
+}
+
+// ---- RESET and destroy clean up as rdma-core's mlx5 provider does ---------------------------
+
+namespace {
+
+// Writes the CQE the NIC would write at free-running position `pos` of a 2^log_n ring: a
+// requester (or, with an error, requester-error) completion of `qpn`, owner bit of pos's lap.
+void nic_writes_cqe(gdaki::dev::cq_handle& cq, uint32_t pos, uint32_t qpn, uint16_t wqe_counter, bool error = false) {
+  gdaki::prm::cqe64& c = cq.cqes[pos & ((1u << cq.log_cqe_cnt) - 1)];
+  std::memset(&c, 0, sizeof c);
+  c.sop_drop_qpn = gdaki::prm::to_be32(qpn);
+  c.wqe_counter = gdaki::prm::to_be16(wqe_counter);
+  const auto op = error ? gdaki::prm::cqe_opcode::req_err : gdaki::prm::cqe_opcode::req;
+  c.op_own = static_cast<uint8_t>((static_cast<uint8_t>(op) << 4) | ((pos >> cq.log_cqe_cnt) & 1));
+}
+
+gdaki::dev::cq_handle export_cq_handle(verbs::provider_object* cq) {
+  gdaki::dev::cq_handle h{};
+  std::string why;
+  EXPECT_EQ(ops.export_cq(cq, &h, &why), status::ok) << why;
+  return h;
+}
+
+// What a poller at position `pos` would accept: (qpn, wqe_counter), or (0, 0) when the slot
+// is not a completion of this lap.
+std::pair<uint32_t, uint16_t> polled_at(const gdaki::dev::cq_handle& cq, uint64_t pos) {
+  uint32_t tail = 0;
+  if (!gdaki::dev::cqe_ready(cq, pos, &tail)) return {0, 0};
+  gdaki::dev::completion c{};
+  gdaki::dev::decode_cqe(cq.cqes + (pos & (gdaki::dev::cqe_count(cq) - 1)), tail, &c);
+  return {c.qpn, c.wqe_counter};
+}
+
+}  // namespace
+
+// Before this clean-up existed, 2RST left the doorbell record at (5, 7) and the CQs
+// untouched: a re-exported send CQ handle started at ci 0 and read the reset QP's old
+// completions (this test failed on every assertion after the modify).
+TEST_F(mlx5_devx_fake, reset_zeroes_the_doorbell_record_and_discards_the_qps_cqes_keeping_others_in_order) {
+  auto* pd = make_pd();
+  auto* scq = make_cq(8);
+  auto* rcq = make_cq(8);
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  auto* qp = make_qp(pd, scq, rcq, &qpn, &caps);
+  std::string why;
+  gdaki::dev::qp_handle h{};
+  verbs::qp_export_options opt;
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  h.dbrec->rcv = gdaki::prm::to_be32(5);
+  h.dbrec->snd = gdaki::prm::to_be32(7);
+
+  // Send CQ: three completions of this QP, none consumed.
+  gdaki::dev::cq_handle s = export_cq_handle(scq);
+  for (uint32_t p = 0; p < 3; ++p) nic_writes_cqe(s, p, qpn, static_cast<uint16_t>(p * 2), p == 2);
+  // Receive CQ, shared with other QPs: 6 consumed, then six CQEs that wrap the 8-entry ring
+  // (positions 6..11: slots 6, 7 on lap 0, slots 0..3 on lap 1), three of them this QP's.
+  gdaki::dev::cq_handle rc = export_cq_handle(rcq);
+  rc.dbrec->set_ci = gdaki::prm::to_be32(6);
+  const uint32_t other[3] = {0x2001, 0x2002, 0x2003};
+  nic_writes_cqe(rc, 6, qpn, 1);
+  nic_writes_cqe(rc, 7, other[0], 11);
+  nic_writes_cqe(rc, 8, qpn, 2);
+  nic_writes_cqe(rc, 9, other[1], 12);
+  nic_writes_cqe(rc, 10, qpn, 3);
+  nic_writes_cqe(rc, 11, other[2], 13);
+
+  verbs::qp_attr a;
+  a.state = verbs::qp_state::reset;
+  ASSERT_EQ(ops.modify_qp(qp, a, verbs::qp_attr_mask::state, &why), status::ok) << why;
+  EXPECT_EQ(gdaki::prm::from_be(h.dbrec->rcv), 0u);
+  EXPECT_EQ(gdaki::prm::from_be(h.dbrec->snd), 0u);
+
+  // Send CQ: all three dropped; a handle exported now starts past them, at an empty slot.
+  const gdaki::dev::cq_handle s2 = export_cq_handle(scq);
+  EXPECT_EQ(s2.ci, 3u);
+  EXPECT_EQ(gdaki::prm::from_be(s2.dbrec->set_ci), 3u);
+  EXPECT_EQ(polled_at(s2, s2.ci).first, 0u);
+  // Receive CQ: the other QPs' three, in their order, at 9..11 (across the ring's end,
+  // with the owner bit of lap 1), then nothing.
+  const gdaki::dev::cq_handle r2 = export_cq_handle(rcq);
+  ASSERT_EQ(r2.ci, 9u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(polled_at(r2, r2.ci + i), std::make_pair(other[i], static_cast<uint16_t>(11 + i))) << "position " << 9 + i;
+  }
+  EXPECT_EQ(polled_at(r2, r2.ci + 3).first, 0u);
+  // A second RESET finds nothing more to drop.
+  ASSERT_EQ(ops.modify_qp(qp, a, verbs::qp_attr_mask::state, &why), status::ok) << why;
+  EXPECT_EQ(export_cq_handle(rcq).ci, 9u);
+  // A re-exported QP handle starts from zero counters and no error.
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  EXPECT_EQ(h.sq_reserved + h.sq_ready + h.sq_rung + h.sq_completed + h.rq_reserved + h.rq_ready + h.rq_completed, 0u);
+  EXPECT_EQ(h.err_state, gdaki::dev::no_error_state);
+
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}
+
+// Destroying a QP drops its CQEs from a receive CQ that outlives it (before: they stayed,
+// and the next QP on that CQ polled completions of a QP that no longer exists).
+TEST_F(mlx5_devx_fake, destroy_discards_the_qps_cqes_from_a_cq_that_outlives_it) {
+  auto* pd = make_pd();
+  auto* scq = make_cq(16);
+  auto* rcq = make_cq(16);
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  auto* qp = make_qp(pd, scq, rcq, &qpn, &caps);
+  gdaki::dev::cq_handle rc = export_cq_handle(rcq);
+  nic_writes_cqe(rc, 0, 0x3003, 1);
+  nic_writes_cqe(rc, 1, qpn, 2);
+  nic_writes_cqe(rc, 2, qpn, 3);
+  nic_writes_cqe(rc, 3, 0x3003, 4);
+  r.calls.clear();
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  ASSERT_FALSE(r.calls.empty());
+  EXPECT_EQ(r.calls.front(), "destroy QP") << "the QP object goes before its CQEs are discarded";
+  const gdaki::dev::cq_handle r2 = export_cq_handle(rcq);
+  EXPECT_EQ(r2.ci, 2u);
+  EXPECT_EQ(polled_at(r2, 2), std::make_pair(0x3003u, uint16_t{1}));
+  EXPECT_EQ(polled_at(r2, 3), std::make_pair(0x3003u, uint16_t{4}));
+  EXPECT_EQ(polled_at(r2, 4).first, 0u);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}
+
+// GPU-memory rings keep their doorbell record in host-pinned memory, which the CPU doorbell
+// service of a cpu-assisted export reads (before: GPU memory, and the service dereferenced a
+// device pointer). Needs a working CUDA driver for the ring allocation; skips without one.
+TEST_F(mlx5_devx_fake, gpu_memory_rings_get_a_doorbell_record_the_cpu_doorbell_service_can_read) {
+  std::string msg;
+  const gdaki::gpu::cuda_driver_api* cu = gdaki::gpu::cuda_driver(&msg);
+  if (cu == nullptr) GTEST_SKIP() << "no CUDA driver: " << msg;
+  auto* pd = make_pd();
+  auto* scq = make_cq();
+  auto* rcq = make_cq();
+  verbs::qp_init in;
+  in.sq_wqebbs = 64;
+  in.rq_wqes = 32;
+  in.sq_ring.kind = verbs::memory_kind::device;
+  verbs::qp_create_args a;
+  a.init = &in;
+  a.send_cq = scq;
+  a.recv_cq = rcq;
+  verbs::provider_object* qp = nullptr;
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  std::string why;
+  const status st = ops.create_qp(pd, a, &qp, &qpn, &caps, &why);
+  if (st == status::not_supported) {
+    EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+    EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+    EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+    GTEST_SKIP() << "GPU memory not available: " << why;
+  }
+  ASSERT_EQ(st, status::ok) << why;
+  gdaki::dev::qp_handle h{};
+  verbs::qp_export_options opt;
+  opt.db_mode = gdaki::dev::doorbell_mode::cpu_assisted;
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  constexpr int memory_type_attribute = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+  constexpr unsigned memory_type_host = 1, memory_type_device = 2;
+  unsigned type = 0;
+  ASSERT_EQ(cu->pointer_get_attribute(&type, memory_type_attribute, reinterpret_cast<uintptr_t>(h.dbrec)), 0);
+  EXPECT_EQ(type, memory_type_host) << "the doorbell record must be host(-pinned) memory";
+  ASSERT_EQ(cu->pointer_get_attribute(&type, memory_type_attribute, reinterpret_cast<uintptr_t>(h.sq_buf)), 0);
+  EXPECT_EQ(type, memory_type_device) << "the rings stay in GPU memory";
+  EXPECT_EQ(gdaki::prm::from_be(h.dbrec->snd), 0u);  // a CPU read, as the doorbell service makes
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}
+
+// The data path returns fetch-add / compare-swap results as host words, right only when the
+// NIC writes them in host order. Before this check, a NIC in big-endian mode (endianness
+// mode 0) exported like any other and every atomic result came back byte-swapped (the
+// big-endian case below failed: the export returned ok).
+TEST_F(mlx5_devx_fake, export_honours_the_atomic_result_byte_order_capability) {
+  auto* pd = make_pd();
+  auto* scq = make_cq();
+  auto* rcq = make_cq();
+  uint32_t qpn = 0;
+  verbs::qp_caps caps;
+  auto* qp = make_qp(pd, scq, rcq, &qpn, &caps);
+  verbs::qp_export_options opt;
+  gdaki::dev::qp_handle h{};
+  std::string why;
+  // Host endianness (mode 1): exported; the caps were asked for (atomic caps, current).
+  r.endian_mode = 1;
+  r.calls.clear();
+  ASSERT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  EXPECT_EQ(r.calls, std::vector<std::string>{"QUERY_HCA_CAP"});
+  EXPECT_EQ(pc::get_bits(last_command(pc::op::query_hca_cap), 0x30, 16), 0x7u);
+  // Big-endian results (mode 0): refused, naming the device, the capability and the cause.
+  r.endian_mode = 0;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::not_supported);
+  EXPECT_NE(why.find("device mlx5_fake"), std::string::npos) << why;
+  EXPECT_NE(why.find("req_8B_endianness_mode 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("byte-swapped"), std::string::npos) << why;
+  // Reserved modes are not taken for host order.
+  r.endian_mode = 2;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::not_supported);
+  // No 8-byte compare-swap / fetch-add at all: no result to misread (the NIC fails such a
+  // WQE with an error CQE), so puts and gets still export.
+  r.atomic_ops = 0;
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  r.atomic_ops = 0xf;
+  r.atomic_size_qp = 0x4;  // 4-byte atomics only
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::ok) << why;
+  // When the caps cannot be read the order is unknown: refused, saying so.
+  r.atomic_size_qp = 0xc;
+  r.fail[pc::op::query_hca_cap] = {0x02, 0};
+  EXPECT_EQ(ops.export_qp(qp, opt, &h, &why), status::io_error);
+  EXPECT_NE(why.find("cannot tell in which byte order"), std::string::npos) << why;
+  r.fail.clear();
+  EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+  EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+  EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+  EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
 }

@@ -7,6 +7,7 @@
 // mode can run (0) or not (1); without --mode, whether any mode can.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -159,10 +160,23 @@ std::vector<mode> modes() {
 
 struct backend_row {
   std::string provider, initiator, note;
+  backend_inputs inputs;  // what the choice was made from, placement included
   backend_choice choice;
 };
 
-// What gdaki::exported_qp with backend_request::automatic gives on this machine.
+backend_inputs::memory memory_of(gpu::location l) {
+  switch (l) {
+    case gpu::location::host: return backend_inputs::memory::host;
+    case gpu::location::host_pinned: return backend_inputs::memory::host_pinned;
+    case gpu::location::gpu: return backend_inputs::memory::gpu;
+  }
+  return backend_inputs::memory::unknown;
+}
+
+// What gdaki::exported_qp with backend_request::automatic gives on this machine, for the
+// placement gpu::decide picks for that provider and initiator (a machine without the NIC
+// or the GPU is judged as if it had them, with a note). A combination no backend can
+// serve is shown as refused, with the reason the export would throw.
 std::vector<backend_row> export_backends(const gpu::capabilities& caps) {
   backend_inputs::uar_mapping uar = backend_inputs::uar_mapping::unknown;
   if (caps.uar_gpu_mappable == gpu::tristate::yes) uar = backend_inputs::uar_mapping::yes;
@@ -170,11 +184,27 @@ std::vector<backend_row> export_backends(const gpu::capabilities& caps) {
   std::vector<backend_row> rows;
   for (const char* provider : {"soft", "mlx5", "libfabric"}) {
     for (initiator who : {initiator::cpu, initiator::gpu}) {
-      backend_inputs in;
-      in.provider = provider;
-      in.initiator = who;
-      in.gpu_uar = uar;
-      backend_row r{provider, who == initiator::cpu ? "cpu" : "gpu", "", choose_backend(in)};
+      backend_row r{provider, who == initiator::cpu ? "cpu" : "gpu", "", {}, {}};
+      r.inputs.provider = provider;
+      r.inputs.initiator = who;
+      r.inputs.gpu_uar = uar;
+      if (r.provider != "libfabric") {
+        gpu::capabilities as = caps;
+        as.mlx5_devices = r.provider == "mlx5" ? std::max(1, caps.mlx5_devices) : 0;
+        as.rdma_core = r.provider == "mlx5" ? true : caps.rdma_core;
+        as.cuda_driver = who == initiator::gpu;
+        as.gpu_count = who == initiator::gpu ? std::max(1, caps.gpu_count) : 0;
+        const gpu::placement_decision d = gpu::decide(as);
+        r.inputs.rings = memory_of(d.rings.value);
+        r.inputs.doorbell_record = memory_of(d.doorbell_records.value);
+        r.inputs.cqs = memory_of(d.cqs.value);
+      }
+      try {
+        r.choice = choose_backend(r.inputs);
+      } catch (const error& e) {
+        r.choice.name = "refused";
+        r.choice.reason = e.what();
+      }
       if (r.provider == "mlx5" && caps.mlx5_devices == 0) r.note = "no mlx5 device here";
       if (who == initiator::gpu && caps.gpu_count == 0) r.note += std::string(r.note.empty() ? "" : "; ") + "no GPU here";
       rows.push_back(std::move(r));
@@ -229,14 +259,21 @@ int run_doctor(const doctor_options& o) {
   j["export_backends"] = nlohmann::json::array();
   std::string btext;
   for (const backend_row& b : backends) {
+    const std::string placement = std::string("rings ") + to_string(b.inputs.rings) + ", doorbell record " +
+                                  to_string(b.inputs.doorbell_record) + ", CQs " + to_string(b.inputs.cqs);
     j["export_backends"].push_back({{"provider", b.provider},
                                     {"initiator", b.initiator},
                                     {"backend", b.choice.name},
                                     {"cpu_service", b.choice.cpu_service},
                                     {"reason", b.choice.reason},
+                                    {"rings", to_string(b.inputs.rings)},
+                                    {"doorbell_record", to_string(b.inputs.doorbell_record)},
+                                    {"cqs", to_string(b.inputs.cqs)},
                                     {"note", b.note}});
     btext += "  " + b.provider + ", " + b.initiator + " initiators: " + b.choice.name +
-             (b.note.empty() ? "" : "  [" + b.note + "]") + "\n    why: " + b.choice.reason + "\n";
+             (b.note.empty() ? "" : "  [" + b.note + "]") +
+             (b.provider == "libfabric" ? "" : "\n    placement: " + placement) + "\n    why: " + b.choice.reason +
+             "\n";
   }
   j["notes"] = caps.notes;
   const bool ok = o.mode == "all" ? any_ok : requested_ok;

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "gdaki/prm/cqe.hpp"
+#include "mlx5_cq_clean.hpp"
 #include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
 #include "mlx5_prm_cmd.hpp"
@@ -95,7 +96,28 @@ status export_cq(provider_object* cq, dev::cq_handle* out, std::string*) {
   out->dbrec = reinterpret_cast<prm::cq_dbrec*>(c->dbr.data());
   out->log_cqe_cnt = c->log_n;
   out->cqn = c->cqn;
-  out->ci = 0;
+  // The consumer index the NIC knows: 0 for a fresh CQ, else where the pollers (and any
+  // discard of a reset QP's CQEs) left it, so a handle exported again after a QP's RESET
+  // starts past the discarded CQEs. 24 bits give the slot and the owner lap (depth <= 2^22).
+  // A GPU-memory record is not CPU-readable; such a CQ is only exported fresh (its QPs'
+  // RESET is refused, see discard_qp_completions).
+  out->ci = c->dbr.kind() == verbs::memory_kind::device
+                ? 0
+                : cq_dbrec_ci(*reinterpret_cast<const prm::cq_dbrec*>(c->dbr.data()));
+  return status::ok;
+}
+
+status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why) {
+  if (c->ring.kind() == verbs::memory_kind::device || c->dbr.kind() == verbs::memory_kind::device) {
+    *why = "cq " + std::to_string(c->cqn) + ": discarding the CQEs of qp " + std::to_string(qpn) +
+           " needs its ring and doorbell record CPU-reachable; they are in GPU memory (place the CQ in host-pinned "
+           "memory to reset or destroy its QPs while the CQ lives)";
+    return status::not_supported;
+  }
+  auto* dbr = reinterpret_cast<prm::cq_dbrec*>(c->dbr.data());
+  const uint32_t ci = cq_dbrec_ci(*dbr);
+  const uint32_t dropped = cq_discard_qp_cqes(reinterpret_cast<prm::cqe64*>(c->ring.data()), c->log_n, ci, qpn);
+  cq_clean_publish(dbr, ci, dropped);
   return status::ok;
 }
 

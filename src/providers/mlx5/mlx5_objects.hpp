@@ -104,6 +104,12 @@ struct cq_obj : provider_object {
   uint32_t log_n = 0;
 };
 
+// Drops the CQEs of QP `qpn` that no poller consumed yet from `c` and advances its
+// consumer index past them (mlx5_cq_clean.hpp), as a QP's RESET and destroy must. The
+// ring must be CPU-reachable (host or host-pinned): not_supported, naming the CQ, for a
+// ring in GPU memory.
+status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why);
+
 struct qp_obj : provider_object {
   pd_obj* pd = nullptr;
   cq_obj* scq = nullptr;

@@ -12,6 +12,7 @@
 #include "gdaki/prm/wqe.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "../../verbs/sq_geometry.hpp"
+#include "mlx5_atomic_results.hpp"
 #include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
 #include "mlx5_prm_cmd.hpp"
@@ -77,6 +78,41 @@ status resolve_rmac(qp_obj* q, const verbs::address& av, std::array<uint8_t, 6>*
   if (rc != 0 || dvah.av == nullptr) {
     *why = "resolving the peer's MAC address: mlx5dv_init_obj(AH) failed";
     return status::io_error;
+  }
+  return status::ok;
+}
+
+// What rdma-core's mlx5 provider does whenever a QP enters RESET (modify or destroy): the
+// QP's CQEs leave both CQs (the receive CQ may serve other QPs, whose CQEs stay, in
+// order), and the doorbell record goes back to 0, the index the NIC restarts both rings
+// at. The exported handle is a snapshot: export the QP again (every counter 0) and its CQs
+// (consumer index past the discarded CQEs) before posting after RESET.
+status clean_after_reset(qp_obj* q, std::string* why) {
+  status st = q->dbr.fill(0, why);
+  if (st != status::ok) return st;
+  st = discard_qp_completions(q->rcq, q->qpn, why);
+  if (st == status::ok && q->scq != q->rcq) st = discard_qp_completions(q->scq, q->qpn, why);
+  return st;
+}
+
+// Refuses an export whose atomic results the data path would misread: it hands the result
+// buffer's 8 bytes to callers as a host word, which is right only when the NIC writes them
+// in host order (mlx5_atomic_results.hpp). Asked per export (a control-path command), so a
+// NIC reconfigured between exports is judged as it is now.
+status check_atomic_results(device_obj* d, std::string* why) {
+  prm_cmd::atomic_caps ac;
+  if (status s = query_atomic_caps(d, &ac); s != status::ok) {
+    *why = "device " + d->name + ": cannot tell in which byte order its atomics return results (QUERY_HCA_CAP of the "
+           "atomic caps failed), so fetch-add and compare-swap results could be byte-swapped; refusing the export";
+    return status::io_error;
+  }
+  if (atomic_results_of(ac) == atomic_results::big_endian) {
+    *why = "device " + d->name + ": its 8-byte atomics return big-endian results (QUERY_HCA_CAP atomic "
+           "req_8B_endianness_mode " + std::to_string(ac.req_8B_endianness_mode) +
+           ", host endianness not enabled; rdma-core reports such a device as IBV_ATOMIC_NONE), and the data path "
+           "returns fetch-add / compare-swap results as host words: they would be byte-swapped, so the export is "
+           "refused";
+    return status::not_supported;
   }
   return status::ok;
 }
@@ -195,7 +231,14 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->rq_bytes = size_t{1} << (q->log_rq + q->log_rq_stride);
   const size_t wq_bytes = q->rq_bytes + size_t{sq_n} * prm::wqebb_bytes;
   status st = q->wq.place(in.sq_ring, wq_bytes, "work queue (RQ + SQ)", why);
-  if (st == status::ok) st = q->dbr.allocate(in.sq_ring.kind, 64, "qp doorbell record", why);
+  // The doorbell record is written by whoever posts (GPU threads, CPU threads or the proxy
+  // thread) and read by the NIC and, with cpu_assisted doorbells, by a CPU thread. The
+  // backend is chosen at export, after this, so a record next to GPU-memory rings goes to
+  // host-pinned memory, which all of them reach; in GPU memory the CPU doorbell service
+  // would dereference a device pointer (docs/mlx5.md, "Doorbell record placement").
+  const verbs::memory_kind dbr_kind =
+      in.sq_ring.kind == verbs::memory_kind::device ? verbs::memory_kind::host_pinned : in.sq_ring.kind;
+  if (st == status::ok) st = q->dbr.allocate(dbr_kind, 64, "qp doorbell record", why);
   if (st == status::ok) st = register_umem(d, q->wq, "work queue (RQ + SQ)", &q->wq_umem, why);
   if (st == status::ok) st = register_umem(d, q->dbr, "qp doorbell record", &q->dbr_umem, why);
   if (st == status::ok) {
@@ -251,6 +294,10 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
     st = run_modify(q, prm_cmd::build_2err(q->qpn), why);
   } else if (to == qp_state::reset) {
     st = run_modify(q, prm_cmd::build_2rst(q->qpn), why);
+    if (st == status::ok) {
+      q->attr.state = qp_state::reset;  // the NIC is in RESET even if the clean-up below fails
+      st = clean_after_reset(q, why);
+    }
   } else if (from == qp_state::reset && to == qp_state::init) {
     st = to_init(q, a, mask, why);
   } else if (from == qp_state::init && to == qp_state::rtr) {
@@ -310,8 +357,14 @@ status query_qp(provider_object* qpo, verbs::qp_attr* out, std::string* why) {
 }
 
 status destroy_qp(provider_object* qpo) {
-  release_qp(static_cast<qp_obj*>(qpo));
-  return status::ok;
+  auto* q = static_cast<qp_obj*>(qpo);
+  // The QP object goes first, so the NIC writes no CQE for it during the clean-up.
+  q->pd->dev->dv->devx_obj_destroy(q->obj);
+  q->obj = nullptr;
+  std::string why;
+  const status st = clean_after_reset(q, &why);
+  release_qp(q);
+  return st;
 }
 
 status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string* why) {
@@ -320,6 +373,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
     *why = "BlueFlame doorbells are not exported by the mlx5 provider (bf_reg is null); use db_store or cpu_assisted";
     return status::not_supported;
   }
+  if (status s = check_atomic_results(q->pd->dev, why); s != status::ok) return s;
   auto* cpu_db = static_cast<uint64_t*>(q->uar->reg_addr);
   uint64_t* db = cpu_db;
   const bool gpu_rings = q->wq.kind() != verbs::memory_kind::host;
