@@ -158,6 +158,12 @@ std::string describe(int wstatus) {
 }  // namespace
 
 TEST(proxy_ring_ownership, each_side_writes_only_its_own_words_and_every_descriptor_lands_once) {
+#if defined(__SANITIZE_THREAD__)
+  // Producers of one lap and the next synchronise through the proxy process (its release
+  // of `consumed`), which ThreadSanitizer cannot see, so it would report every slot reuse.
+  // The same protocol runs in one process in proxy_ring_stress.*, which TSan does check.
+  GTEST_SKIP() << "ThreadSanitizer cannot follow happens-before through another process";
+#endif
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   static_assert(sizeof(ring_control) + producers * sizeof(uint64_t) <= 4096, "proxy words and counters share a page");
   ASSERT_LE((size_t{1} << log2_slots) * sizeof(descriptor), page);

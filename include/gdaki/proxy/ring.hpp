@@ -198,14 +198,15 @@ GDAKI_HD inline status ring_acquire(ring_handle& r, uint32_t n, uint32_t* first,
   const uint32_t cap = ring_capacity(r);
   uint64_t t0 = 0;
   for (uint32_t spin = 0;; ++spin) {
+    // Acquire: a credit is ours only if the proxy has released enough positions, and
+    // this load makes its reads of those slots happen before our (or a later reserver's)
+    // overwrite of them (docs/proxy.md, "why the slot is free"). One load per attempt:
+    // from a GPU it is a read across PCIe. `consumed` only grows, so checking our take
+    // against this (possibly older) value is conservative.
+    const uint32_t consumed = dev::arch::load_acquire(&r.ctl->consumed);
     // Cheap look first, so a full ring is not hammered with take-and-undo RMWs.
-    const uint32_t seen = dev::arch::load_relaxed(&r.prod->taken);
-    if (static_cast<int32_t>(dev::arch::load_acquire(&r.ctl->consumed) + cap - seen) >= static_cast<int32_t>(n)) {
+    if (static_cast<int32_t>(consumed + cap - dev::arch::load_relaxed(&r.prod->taken)) >= static_cast<int32_t>(n)) {
       const uint32_t before = dev::arch::fetch_add(&r.prod->taken, n);
-      // Acquire, read after our take: a credit is ours only if the proxy has released
-      // enough positions, and this load makes its reads of those slots happen before our
-      // (or a later reserver's) overwrite of them (docs/proxy.md, "why the slot is free").
-      const uint32_t consumed = dev::arch::load_acquire(&r.ctl->consumed);
       if (static_cast<int32_t>(consumed + cap - (before + n)) >= 0) break;
       dev::arch::fetch_add(&r.prod->taken, 0u - n);  // short: undo our take
     }
