@@ -3,7 +3,9 @@
 // Shared by host and device code, so it is plain data with fixed offsets, and it checks
 // itself: the sequence number sits at both ends and a 16-bit check covers every other
 // byte, so a descriptor that was torn or only partly written is detected and never
-// executed. Format and rules: docs/proxy.md.
+// executed. Every byte of a slot has one writer, the producer holding its position: the
+// proxy only reads slots (it never clears or marks one; the next lap's position number
+// is what tells laps apart). Format and rules: docs/proxy.md.
 #pragma once
 
 #include <cstddef>
