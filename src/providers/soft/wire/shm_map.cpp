@@ -152,7 +152,7 @@ void revoke(uint32_t key, uint32_t wait_ms) {
   }
   const uint32_t slot = slot_of(key);
   if (s == nullptr || (key >> 8) < 2 || slot >= table_slots) return;
-  uint32_t granted = key | 0x80;  // grants name the rkey
+  uint32_t granted = key;  // grants name the rkey
   if (!s[slot].key.compare_exchange_strong(granted, 0, std::memory_order_seq_cst)) return;  // none for it
   // A peer that incremented users before our store may still be copying: wait for it. A
   // peer that dies mid-copy leaves its count behind; after wait_ms we go on (its process

@@ -34,7 +34,7 @@ int table_fd();
 // Records a grant of rkey for its slot. Caller holds the key table's shared lock (the MR
 // stays registered meanwhile). False if the slot is beyond the table.
 bool grant(uint32_t rkey);
-// Takes back the grant of `key` (an lkey or its rkey), if its slot holds one, and waits
+// Takes back the grant of `key` (the rkey), if its slot holds one, and waits
 // (at most wait_ms) until no peer copies under it. Called by deregistration (under the
 // key table's exclusive lock) and when the responder QP a grant was made through stops
 // taking requests (under its resp_mu).
