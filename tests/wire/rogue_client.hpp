@@ -107,16 +107,23 @@ struct handshake_result {
   bool accepted = false;      // hello_ok
   wa::reason refused = wa::reason::none;  // auth_nak's reason
   bool server_proof_ok = false;           // the challenge proved `secret` (unset if none came)
+  bool cma = false;                       // hello_ok granted cross-process copies
 };
+
+// How the hello asks for cross-process copies: not at all, with a probe address that
+// holds the nonce (as the library sends), or with one that does not.
+enum class cma_ask : uint8_t { no, honest_probe, bad_probe };
 
 // hello, then (if challenged) auth with a proof made from `secret`. The connection stays
 // open after acceptance; the caller closes it otherwise.
-inline handshake_result handshake(int fd, const std::vector<uint8_t>& secret) {
+inline handshake_result handshake(int fd, const std::vector<uint8_t>& secret, cma_ask cma = cma_ask::no) {
   handshake_result out;
   const wa::nonce nc = wa::fresh_nonce();
   const wp::frame_hdr h = hdr(wp::ftype::hello, sizeof(wp::hello_body));
-  wp::hello_body b{static_cast<uint32_t>(::getpid()), 0, {}};
+  wp::hello_body b{static_cast<uint32_t>(::getpid()), cma != cma_ask::no ? 1u : 0u, {}, 0};
   std::memcpy(b.nonce, nc.data(), 16);
+  static const uint8_t decoy[16] = {1, 2, 3};
+  b.probe_addr = cma == cma_ask::honest_probe ? reinterpret_cast<uint64_t>(b.nonce) : reinterpret_cast<uint64_t>(decoy);
   send_all(fd, &h, sizeof(h));
   send_all(fd, &b, sizeof(b));
   wp::frame_hdr r{};
@@ -150,6 +157,7 @@ inline handshake_result handshake(int fd, const std::vector<uint8_t>& secret) {
   wp::hello_ok_body ob{};
   out.answered = r.type == static_cast<uint8_t>(wp::ftype::hello_ok) && recv_all(fd, &ob, sizeof(ob));
   out.accepted = out.answered;
+  out.cma = ob.cma != 0;
   return out;
 }
 

@@ -380,14 +380,21 @@ bool token_equal(const uint8_t* a, const uint8_t* b) {
   return d == 0;
 }
 
-bool cma_works() {
-  // A copy from ourselves: fails where the kernel lacks CMA or a policy forbids it.
-  static const bool ok = [] {
-    uint64_t a = 0x1234, b = 0;
-    iovec l{&b, 8}, r{&a, 8};
-    return ::process_vm_readv(::getpid(), &l, 1, &r, 1, 0) == 8 && b == a;
-  }();
-  return ok;
+// Tries a cross-process copy from the peer itself: reads the nonce it holds at probe_addr.
+// Fails where the kernel lacks CMA, or a policy (Yama ptrace_scope >= 1 without
+// CAP_SYS_PTRACE, another user id) forbids it for this peer, which a probe of ourselves
+// would not reveal. *err: the errno (0: the bytes differed).
+bool cma_probe(pid_t pid, uint64_t probe_addr, const auth::nonce& expect, int* err) {
+  *err = 0;
+  if (test_hooks::refuse_cma.load(std::memory_order_relaxed)) {
+    *err = EPERM;
+    return false;
+  }
+  auth::nonce got{};
+  iovec l{got.data(), got.size()}, r{reinterpret_cast<void*>(probe_addr), got.size()};
+  const ssize_t n = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+  if (n < 0) *err = errno;
+  return n == static_cast<ssize_t>(got.size()) && got == expect;
 }
 
 }  // namespace
@@ -410,6 +417,7 @@ struct server_conn {
   conn_stage stage = conn_stage::fresh;
   auth::nonce nonce_c{}, nonce_s{};
   bool want_cma = false;
+  uint64_t probe_addr = 0;  // where the peer holds nonce_c (the CMA probe reads it)
   bool cma = false;
   // (src << 32 | dst) pairs this peer proved the token for, each with the PSN of the next
   // request it may execute (the bind sets it; requests out of sequence are dropped).
@@ -649,6 +657,7 @@ bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t dead
     std::memcpy(c.nonce_c.data(), b.nonce, 16);
     c.nonce_s = auth::fresh_nonce();
     c.want_cma = b.want_cma != 0;
+    c.probe_addr = b.probe_addr;
     challenge_body cb{};
     std::memcpy(cb.nonce, c.nonce_s.data(), 16);
     const digest p = auth::server_proof(secret, c.nonce_c, c.nonce_s);
@@ -668,7 +677,17 @@ bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t dead
     return false;
   }
   c.stage = conn_stage::authenticated;
-  c.cma = c.unix_sock && c.pid > 0 && c.want_cma && dev_.cfg.wire != "tcp" && cma_works();
+  c.cma = false;
+  if (c.unix_sock && c.pid > 0 && c.want_cma && dev_.cfg.wire != "tcp") {
+    int err = 0;
+    c.cma = cma_probe(c.pid, c.probe_addr, c.nonce_c, &err);
+    static std::atomic<bool> said{false};
+    if (!c.cma && !said.exchange(true)) {
+      auth::report(log_name() + ": cross-memory attach to pid " + std::to_string(c.pid) + " refused (" +
+                   (err != 0 ? std::string(std::strerror(err)) : std::string("read back wrong bytes")) +
+                   "; e.g. Yama ptrace_scope >= 1): same-host payloads travel in frames instead (said once)");
+    }
+  }
   frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
   hello_ok_body ob{c.cma ? 1u : 0u, 0};
   iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
@@ -712,7 +731,9 @@ struct server_xfer {
         remote.push_back({reinterpret_cast<void*>(e.addr), static_cast<size_t>(e.len)});
         total += e.len;
       }
-      const ssize_t r = ::process_vm_readv(pid, local.data(), local.size(), remote.data(), remote.size(), 0);
+      const ssize_t r = test_hooks::refuse_cma.load(std::memory_order_relaxed)
+                            ? -1
+                            : ::process_vm_readv(pid, local.data(), local.size(), remote.data(), remote.size(), 0);
       if (r < 0 || static_cast<uint64_t>(r) != total) failed = true;
       return !failed;
     }
@@ -727,7 +748,9 @@ struct server_xfer {
       std::vector<iovec> remote;
       for (const iov_entry& e : iovs) remote.push_back({reinterpret_cast<void*>(e.addr), static_cast<size_t>(e.len)});
       iovec local{const_cast<uint8_t*>(from), static_cast<size_t>(n)};
-      const ssize_t r = ::process_vm_writev(pid, &local, 1, remote.data(), remote.size(), 0);
+      const ssize_t r = test_hooks::refuse_cma.load(std::memory_order_relaxed)
+                            ? -1
+                            : ::process_vm_writev(pid, &local, 1, remote.data(), remote.size(), 0);
       if (r < 0 || static_cast<uint64_t>(r) != n) {
         failed = true;
         return;
@@ -962,8 +985,9 @@ bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t
   };
   const auth::nonce nc = auth::fresh_nonce();
   frame_hdr h = make_hdr(ftype::hello, sizeof(hello_body), 0, 0, 0);
-  hello_body hb{static_cast<uint32_t>(::getpid()), unix_sock && cma_works() ? 1u : 0u, {}};
+  hello_body hb{static_cast<uint32_t>(::getpid()), unix_sock ? 1u : 0u, {}, 0};
   std::memcpy(hb.nonce, nc.data(), 16);
+  hb.probe_addr = reinterpret_cast<uint64_t>(hb.nonce);  // alive until the handshake ends
   iovec v[2] = {{&h, sizeof(h)}, {&hb, sizeof(hb)}};
   frame_hdr rh{};
   if (!writev_full(fd, v, 2, deadline) || !read_full(fd, &rh, sizeof(rh), deadline)) {

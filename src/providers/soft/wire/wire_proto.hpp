@@ -58,6 +58,10 @@ struct hello_body {
   uint32_t pid;
   uint32_t want_cma;  // the client can take part in cross-process copies
   uint8_t nonce[16];  // the client's challenge to the server
+  // Where the client holds `nonce` during the handshake: the server reads it with
+  // process_vm_readv, so cross-process copies are tried against this very peer before
+  // they are granted (a Yama policy may allow them on oneself and refuse them here).
+  uint64_t probe_addr;
 };
 struct challenge_body {
   uint8_t nonce[16];  // the server's challenge to the client
