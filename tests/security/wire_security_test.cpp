@@ -12,6 +12,7 @@
 // the outside / write-only / dereg cases land or leak bytes.
 #include <gmock/gmock.h>
 #include <grp.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -341,6 +342,58 @@ TEST(security, a_connection_from_another_user_id_is_refused_before_it_says_anyth
   EXPECT_EQ(rc, static_cast<int>(wa::reason::other_user));
   EXPECT_THAT(wa::last_report(), HasSubstr("uid 65534 (unix socket): another user id"));
   EXPECT_TRUE(v.untouched());
+}
+
+TEST(security, a_listener_of_another_user_id_gets_nothing_from_our_client) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the squatter as user nobody (setuid)";
+  use_wire("shm", 1000);
+  side s(4096);
+  const auto mine = gdaki::soft::local_address(s.dev);
+  // A squatter, as nobody, binds the abstract name of a soft device of a process that does
+  // not exist, and counts the bytes a client sends it (the child makes system calls only).
+  constexpr uint32_t fake_pid = 0x7ffffff0;
+  int ready[2], count[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(count), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(101);
+    }
+    const int l = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un su{};
+    su.sun_family = AF_UNIX;
+    const int n = std::snprintf(su.sun_path + 1, sizeof(su.sun_path) - 1, "gdaki-soft-%u-0", fake_pid);
+    if (::bind(l, reinterpret_cast<sockaddr*>(&su), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0 ||
+        ::listen(l, 1) != 0) {
+      ::_exit(102);
+    }
+    (void)!::write(ready[1], "r", 1);
+    const int fd = ::accept(l, nullptr, nullptr);
+    uint32_t got = 0;
+    char b[256];
+    for (ssize_t r; (r = ::recv(fd, b, sizeof(b), 0)) > 0;) got += static_cast<uint32_t>(r);
+    (void)!::write(count[1], &got, sizeof(got));
+    ::_exit(0);
+  }
+  char r = 0;
+  ASSERT_EQ(::read(ready[0], &r, 1), 1) << "the squatter did not start";
+  setup_blob far{};
+  std::memcpy(far.address, mine.data(), 16);  // this host (same host id), ...
+  for (int i = 0; i < 4; ++i) far.address[10 + i] = static_cast<uint8_t>(fake_pid >> (24 - 8 * i));  // ... pid
+  verbs::connect_rc(s.ep.qp, 0x1234, verbs::access::all, remote_attr(far, random_token().data()));
+  s.ep.export_handles(true);
+  const dev::sge w = sg(s.buf.data(), 64, s.mr.lkey());
+  post_write(*s.ep.h, 0x1000, 0x1234, &w, 1);
+  const got g = wait_cqe(s.ep, false);
+  ASSERT_TRUE(g.ok);
+  EXPECT_EQ(g.c.syndrome, syndrome::transport_retry_exc);
+  EXPECT_THAT(wa::last_report(), HasSubstr("runs as uid 65534, not as this user"));
+  uint32_t sent = 1;
+  ASSERT_EQ(::read(count[0], &sent, sizeof(sent)), static_cast<ssize_t>(sizeof(sent)));
+  EXPECT_EQ(sent, 0u) << "our client said something to a listener of another user";
+  EXPECT_EQ(reap(child), 0);
+  for (int fd : {ready[0], ready[1], count[0], count[1]}) ::close(fd);
 }
 
 // ---- what an authenticated peer may reach ---------------------------------------------------
