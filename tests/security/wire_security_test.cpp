@@ -11,12 +11,15 @@
 // and tags_are_random fails; skip the bounds or permission checks of the responder and
 // the outside / write-only / dereg cases land or leak bytes.
 #include <gmock/gmock.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/mman.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -84,7 +87,40 @@ int other_job_initiator(uint16_t port) {
   return 0;
 }
 
+// A peer (spawned) that READs 4 KiB from the victim twice (the first READ maps the MR on
+// the shared-memory wire, the second goes through the mapping) and reports "ok" if both
+// completed with the victim's bytes (all `canvas`) and the victim's memory is mapped here
+// read-only (a "r--s" line for the memfd in /proc/self/maps, no "rw-s" one).
+int reader(uint16_t port) {
+  use_wire("shm");
+  side s(1u << 16);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const auto token = random_token();
+  x.send(to_bytes(s.blob(token.data())));
+  const setup_blob t = from_bytes(x.recv());
+  s.connect(t, token.data());
+  bool ok = true;
+  for (int i = 0; i < 2 && ok; ++i) {
+    const dev::sge r = sg(s.buf.data(), 4096, s.mr.lkey());
+    post_read(*s.ep.h, t.buf, t.rkey, &r, 1);
+    ok = wait_cqe(s.ep, false).c.ok() && std::all_of(s.buf.begin(), s.buf.begin() + 4096, [](uint8_t b) { return b == canvas; });
+    std::fill(s.buf.begin(), s.buf.begin() + 4096, 0);
+  }
+  bool mapped_ro = false, mapped_rw = false;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("gdaki-soft-shared") == std::string::npos) continue;
+    const std::string perms = line.substr(line.find(' ') + 1, 4);
+    mapped_ro = mapped_ro || perms == "r--s";
+    mapped_rw = mapped_rw || perms == "rw-s";
+  }
+  x.send(text(!ok ? "failed" : !mapped_ro || mapped_rw ? "not mapped read-only" : "ok 0"));
+  (void)x.recv();
+  return 0;
+}
+
 const bool g_is_peer = run_as_peer([](const std::string& role, uint16_t port, const std::string& arg) {
+  if (role == "reader") return reader(port);
   if (role == "honest") return honest_initiator(port, std::stoi(arg));
   if (role == "other_job") return other_job_initiator(port);
   return 3;
@@ -211,9 +247,9 @@ std::unique_ptr<rogue_pair> bound_pair(victim& v, bool unix_sock = false) {
 
 // Runs the honest peer for `rounds` WRITE+READ rounds of 4 KiB into v; returns its time in
 // microseconds (-1 on failure).
-long honest_run(victim& v, int rounds) {
+long honest_run(victim& v, int rounds, const char* role = "honest", const verbs::mr* target = nullptr) {
   oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
-  const pid_t child = spawn_peer("honest", srv.port(), std::to_string(rounds));
+  const pid_t child = spawn_peer(role, srv.port(), std::to_string(rounds));
   srv.accept(30000);
   const setup_blob peer = from_bytes(srv.recv(30000));
   endpoint ep;
@@ -221,6 +257,10 @@ long honest_run(victim& v, int rounds) {
   verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
   setup_blob mine = v.blob();
   mine.qpn = ep.qp.qpn();
+  if (target != nullptr) {
+    mine.rkey = target->rkey();
+    mine.buf = reinterpret_cast<uint64_t>(target->addr());
+  }
   srv.send(to_bytes(mine));
   const std::string r = text(srv.recv(60000));
   srv.send(text("bye"));
@@ -587,6 +627,70 @@ TEST(security, write_after_dereg_outside_a_registration_and_read_of_write_only_a
   }
   // The victim still serves an honest peer.
   EXPECT_GT(honest_run(v, 10), 0);
+}
+
+// Sends a map frame for rkey and reads the reply; map_ok's descriptors land in fds.
+uint8_t map_request(rogue_pair& p, uint32_t rkey, wp::map_ok_body* ok, int fds[2]) {
+  const wp::frame_hdr h = rogue::hdr(wp::ftype::map, sizeof(wp::map_body), p.src, p.ep.qp.qpn(), 0);
+  const wp::map_body b{rkey, 0};
+  rogue::send_all(p.fd, &h, sizeof(h));
+  rogue::send_all(p.fd, &b, sizeof(b));
+  wp::frame_hdr r{};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  iovec v{&r, sizeof(r)};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof(ctl);
+  if (::recvmsg(p.fd, &m, MSG_WAITALL | MSG_CMSG_CLOEXEC) != sizeof(r)) return 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_type == SCM_RIGHTS) std::memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+  }
+  if (r.type == static_cast<uint8_t>(wp::ftype::map_ok) && !rogue::recv_all(p.fd, ok, sizeof(*ok))) return 0;
+  return r.type;
+}
+
+TEST(security, a_mapping_grant_cannot_shrink_the_owners_memory_and_is_read_only_for_a_read_only_registration) {
+  // Fails without the seals (ftruncate succeeds and the owner's next access to the block
+  // is SIGBUS) and without the read-only descriptor (the writable mmap succeeds).
+  use_wire("shm");
+  victim v;
+  auto* shared = static_cast<uint8_t*>(gdaki::soft::alloc_shared(victim_bytes));
+  std::memset(shared, canvas, victim_bytes);
+  {
+    verbs::mr ro(v.pd, shared, victim_bytes / 2, verbs::access::remote_read);
+    verbs::mr rw(v.pd, shared + victim_bytes / 2, victim_bytes / 2, verbs::access::all);
+    auto p = bound_pair(v, true);
+    ASSERT_GE(p->fd, 0);
+    wp::map_ok_body ok{};
+    int fds[2] = {-1, -1};
+    ASSERT_EQ(map_request(*p, ro.rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_ok));
+    ASSERT_GE(fds[0], 0);
+    ASSERT_GE(fds[1], 0);
+    EXPECT_EQ(ok.access, verbs::access::remote_read);
+    EXPECT_EQ(::fcntl(fds[0], F_GETFL) & O_ACCMODE, O_RDONLY);
+    EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0), MAP_FAILED) << "writable map of a read-only grant";
+    void* r = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fds[0], 0);
+    ASSERT_NE(r, MAP_FAILED);
+    EXPECT_EQ(static_cast<uint8_t*>(r)[100], canvas);
+    ::munmap(r, 4096);
+    // Neither the block nor the revocation table can be shrunk (or grown) by the peer.
+    EXPECT_NE(::ftruncate(fds[0], 0), 0);
+    EXPECT_NE(::ftruncate(fds[1], 0), 0);
+    for (int fd : fds) ::close(fd);
+    fds[0] = fds[1] = -1;
+    ASSERT_EQ(map_request(*p, rw.rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_ok));
+    EXPECT_EQ(::fcntl(fds[0], F_GETFL) & O_ACCMODE, O_RDWR);
+    EXPECT_NE(::ftruncate(fds[0], 0), 0);
+    EXPECT_NE(::ftruncate(fds[0], 1 << 30), 0);
+    for (int fd : fds) ::close(fd);
+    // The library's requester maps a read-only grant read-only and READs through it.
+    EXPECT_EQ(honest_run(v, 1, "reader", &ro), 0);
+  }
+  // The owner's memory is all there (a shrunk file would fault here) and unchanged.
+  EXPECT_TRUE(std::all_of(shared, shared + victim_bytes, [](uint8_t b) { return b == canvas; }));
+  gdaki::soft::free_shared(shared);
 }
 
 }  // namespace

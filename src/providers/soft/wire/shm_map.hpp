@@ -15,9 +15,11 @@ namespace gdaki::soft::shm {
 
 // ---- the side that owns the memory ---------------------------------------------------
 
-// A registered range inside one alloc_shared() block: a dup of its memfd (the caller
-// closes it) and the range's offset in that file. False if the range is not inside one.
-bool find_shared(uint64_t addr, uint64_t length, int* fd, uint64_t* file_off);
+// A registered range inside one alloc_shared() block: a descriptor of its memfd (the
+// caller closes it; read-only unless `writable`) and the range's offset in that file.
+// False if the range is not inside one. The memfd's size is sealed: a peer cannot shrink
+// it under us.
+bool find_shared(uint64_t addr, uint64_t length, bool writable, int* fd, uint64_t* file_off);
 
 struct revocation_slot {
   std::atomic<uint32_t> key;    // the rkey granted for this key-table slot; 0 = none
@@ -56,7 +58,8 @@ struct mapping {
   ~mapping();
 };
 
-// Maps `len` bytes of memfd `fd` from `file_off` (any alignment). Null on failure.
-void* map_file(int fd, uint64_t file_off, uint64_t len, void** map_addr, size_t* map_len);
+// Maps `len` bytes of memfd `fd` from `file_off` (any alignment), read-only unless
+// `writable`. Null on failure.
+void* map_file(int fd, uint64_t file_off, uint64_t len, bool writable, void** map_addr, size_t* map_len);
 
 }  // namespace gdaki::soft::shm

@@ -790,7 +790,10 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
       if (!q->destroyed && ready && q->attr.dest_qp_num == h.src_qpn && e != nullptr && e->pdn == q->pd->pdn) {
         const uint32_t access = e->access & q->attr.access_flags & (verbs::access::remote_read | verbs::access::remote_write);
         uint64_t off = 0;
-        if (access != 0 && shm::find_shared(e->addr, e->length, &fds[0], &off)) {
+        // A grant without remote write gets a read-only descriptor (and the requester maps
+        // it read-only), so even a stray write of the peer cannot reach the memory.
+        const bool writable = (access & verbs::access::remote_write) != 0;
+        if (access != 0 && shm::find_shared(e->addr, e->length, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           if (fds[1] >= 0 && shm::grant(rkey)) {
             q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
@@ -1249,7 +1252,8 @@ shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t 
       const uint32_t slot = (rkey >> 8) - 2;
       auto mp = std::make_shared<shm::mapping>();
       void* base = c.table != nullptr && (rkey >> 8) >= 2 && slot < shm::table_slots
-                       ? shm::map_file(fds[0], ok.file_off, ok.length, &mp->map_addr, &mp->map_len)
+                       ? shm::map_file(fds[0], ok.file_off, ok.length, (ok.access & verbs::access::remote_write) != 0,
+                                       &mp->map_addr, &mp->map_len)
                        : nullptr;
       if (base != nullptr) {
         mp->base = static_cast<uint8_t*>(base);
