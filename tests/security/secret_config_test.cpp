@@ -16,6 +16,7 @@
 #include "../../src/providers/soft/wire/wire_auth.hpp"
 #include "gdaki/error.hpp"
 #include "gdaki/providers/soft.hpp"
+#include "gdaki/verbs/device.hpp"
 
 namespace {
 
@@ -111,6 +112,26 @@ TEST(secret, the_environment_variable_wins_over_the_generated_one_and_bad_values
     EXPECT_THAT(e.what(), HasSubstr("GDAKI_SOFT_SECRET is all zero"));
   }
   ::unsetenv("GDAKI_SOFT_SECRET");
+}
+
+TEST(secret, a_wire_with_an_unusable_key_file_does_not_start_and_says_why) {
+  ::unsetenv("GDAKI_SOFT_SECRET");
+  const std::string p = temp_key(good_hex, 0644);
+  gdaki::soft::config c = gdaki::soft::get_config();
+  const gdaki::soft::config saved = c;
+  c.secret_file = p;
+  gdaki::soft::set_config(c);
+  {
+    gdaki::verbs::device d = gdaki::verbs::device::open("soft0");
+    try {
+      (void)gdaki::soft::local_address(d);
+      ADD_FAILURE() << "the wire started with a key file others may read";
+    } catch (const gdaki::error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("cannot authenticate peers: key file " + p + " has mode 0644"));
+    }
+  }
+  ::unlink(p.c_str());
+  gdaki::soft::set_config(saved);
 }
 
 }  // namespace
