@@ -269,6 +269,8 @@ long honest_run(victim& v, int rounds, const char* role = "honest", const verbs:
   return std::stol(r.substr(3));
 }
 
+uint8_t map_request(rogue_pair& p, uint32_t rkey, wp::map_ok_body* ok, int fds[2]);
+
 // ---- who may connect ----------------------------------------------------------------------
 
 TEST(security, zero_wrong_or_missing_secret_is_refused_with_the_cause) {
@@ -534,6 +536,18 @@ TEST(security, a_million_guessed_rkeys_write_and_read_nothing_and_the_honest_pee
     ASSERT_EQ(r.length, 0u);
   }
   EXPECT_EQ(map_ok, 0);
+  {
+    // After a failed guess, not even the real key is granted on this pair (maps are no
+    // oracle); on a fresh pair it is (the control).
+    wp::map_ok_body ok{};
+    int fds[2] = {-1, -1};
+    EXPECT_EQ(map_request(*p, smr->rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_nak));
+    auto fresh = bound_pair(v, true);
+    EXPECT_EQ(map_request(*fresh, smr->rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_ok));
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
   // 1,000,000 WRITEs and READs of 8 bytes at the two buffers, pipelined 1,000 at a time,
   // PSNs in sequence.
   constexpr uint64_t guesses = 1000000, batch = 1000;
