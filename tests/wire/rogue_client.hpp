@@ -55,6 +55,17 @@ inline int dial_unix(pid_t pid, unsigned dev) {
 
 inline void send_all(int fd, const void* p, size_t n) { (void)!::send(fd, p, n, MSG_NOSIGNAL); }
 
+// A frame's header and body in one send: as two small sends on TCP, Nagle would hold the
+// body back until the header's delayed ACK (about 40 ms), which the library never pays
+// (it writes frames whole, with TCP_NODELAY).
+template <class Body>
+void send_frame(int fd, const wp::frame_hdr& h, const Body& b) {
+  uint8_t f[sizeof(h) + sizeof(b)];
+  std::memcpy(f, &h, sizeof(h));
+  std::memcpy(f + sizeof(h), &b, sizeof(b));
+  send_all(fd, f, sizeof(f));
+}
+
 // Reads exactly n bytes within 3 s; false on EOF, error or time-out.
 inline bool recv_all(int fd, void* p, size_t n) {
   auto* b = static_cast<uint8_t*>(p);
@@ -124,8 +135,7 @@ inline handshake_result handshake(int fd, const std::vector<uint8_t>& secret, cm
   std::memcpy(b.nonce, nc.data(), 16);
   static const uint8_t decoy[16] = {1, 2, 3};
   b.probe_addr = cma == cma_ask::honest_probe ? reinterpret_cast<uint64_t>(b.nonce) : reinterpret_cast<uint64_t>(decoy);
-  send_all(fd, &h, sizeof(h));
-  send_all(fd, &b, sizeof(b));
+  send_frame(fd, h, b);
   wp::frame_hdr r{};
   if (!recv_all(fd, &r, sizeof(r))) return out;
   if (r.type == static_cast<uint8_t>(wp::ftype::auth_nak)) {
@@ -145,8 +155,7 @@ inline handshake_result handshake(int fd, const std::vector<uint8_t>& secret, cm
   wp::auth_body ab{};
   const auto cp = wa::client_proof(secret, ns, nc);
   std::memcpy(ab.proof, cp.data(), 32);
-  send_all(fd, &ah, sizeof(ah));
-  send_all(fd, &ab, sizeof(ab));
+  send_frame(fd, ah, ab);
   if (!recv_all(fd, &r, sizeof(r))) return out;
   if (r.type == static_cast<uint8_t>(wp::ftype::auth_nak)) {
     wp::auth_nak_body nb{};
