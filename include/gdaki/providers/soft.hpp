@@ -73,8 +73,9 @@ void free_shared(void* p);
 // The wire address of an open soft device (what a GID is to RoCE): 16 bytes naming its
 // host, listening port and process. Starts the device's listener if it is not running.
 // Pass it to the peer out of band; the peer puts it in qp_attr.av.dgid (is_global = true)
-// together with the connection token when it moves its QP to RTR. Throws gdaki::error
-// (not_supported for a non-soft device, io_error when listening fails).
+// together with the connection token when it moves its QP to RTR; the two processes must
+// also hold the same secret (set_secret below). Throws gdaki::error (not_supported for a
+// non-soft device, io_error when listening fails, e.g. the configured secret is unusable).
 std::array<uint8_t, 16> local_address(const verbs::device& d);
 
 // The job's secret, which every wire connection proves in both directions before any
