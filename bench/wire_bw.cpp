@@ -212,6 +212,7 @@ void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, s
                 std::vector<double>& out, std::vector<double>* ceiling = nullptr) {
   gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
   const uint16_t port = srv.port();
+  (void)gdaki::soft::secret_hex();  // made before the fork: both processes share the job's secret
   const pid_t child = ::fork();
   if (child == 0) {
     int rc = 0;

@@ -168,7 +168,9 @@ wire::frame_hdr frame(wire::ftype t, uint32_t len, uint32_t seq, uint32_t src = 
 
 void hello_bind(std::vector<uint8_t>& out, uint32_t src = 0x10, uint32_t dst = 0x20) {
   put(out, frame(wire::ftype::hello, sizeof(wire::hello_body), 0, 0, 0));
-  put(out, wire::hello_body{1234, 1});
+  put(out, wire::hello_body{1234, 1, {}, 0});
+  put(out, frame(wire::ftype::auth, sizeof(wire::auth_body), 0, 0, 0));
+  put(out, wire::auth_body{});
   put(out, frame(wire::ftype::bind, sizeof(wire::bind_body), 1, src, dst));
   wire::bind_body b{};
   for (int i = 0; i < 16; ++i) b.token[i] = static_cast<uint8_t>(0xa0 + i);
@@ -215,7 +217,7 @@ void wire_seeds(const std::string& dir) {
   {
     std::vector<uint8_t> s = {0};
     put(s, frame(wire::ftype::hello, sizeof(wire::hello_body), 0, 0, 0));
-    put(s, wire::hello_body{1234, 0});
+    put(s, wire::hello_body{1234, 0, {}, 0});
     write_file(dir + "/hello", s);
   }
   {

@@ -125,20 +125,27 @@ bool serve_request(const w::frame_hdr& h, cursor& in, bool cma_granted) {
 }
 
 void server_side(cursor in, bool cma_granted) {
-  bool hello = false;
+  // The handshake's frames in order (hello, then auth); the proof itself is checked in
+  // wire.cpp, so the model takes any auth body as a valid proof.
+  w::conn_stage stage = w::conn_stage::fresh;
   std::set<uint64_t> bound;
   for (int frames = 0; frames < 256; ++frames) {
     w::frame_hdr h{};
     if (!w::parse_header(in.p, in.n, &h)) return;
     FUZZ_CHECK(h.magic == w::frame_magic && h.version == w::frame_version && h.length <= w::max_body);
     in.skip(sizeof(h));
-    if (!w::server_accepts(h, hello)) return;
+    if (!w::server_accepts(h, stage)) return;
     const auto t = static_cast<w::ftype>(h.type);
     const uint64_t pair = (uint64_t{h.src_qpn} << 32) | h.dst_qpn;
+    const bool hello = stage == w::conn_stage::authenticated;
     if (t == w::ftype::hello) {
-      FUZZ_CHECK(!hello && h.length == sizeof(w::hello_body));
+      FUZZ_CHECK(stage == w::conn_stage::fresh && h.length == sizeof(w::hello_body));
       if (!in.skip(sizeof(w::hello_body))) return;
-      hello = true;
+      stage = w::conn_stage::challenged;
+    } else if (t == w::ftype::auth) {
+      FUZZ_CHECK(stage == w::conn_stage::challenged && h.length == sizeof(w::auth_body));
+      if (!in.skip(sizeof(w::auth_body))) return;
+      stage = w::conn_stage::authenticated;
     } else if (t == w::ftype::bind) {
       FUZZ_CHECK(hello && h.length == sizeof(w::bind_body));
       if (!in.skip(sizeof(w::bind_body))) return;

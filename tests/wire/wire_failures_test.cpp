@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-#include "../../src/providers/soft/wire/wire_proto.hpp"
+#include "rogue_client.hpp"
 #include "wire_fixture.hpp"
 
 using namespace wire_test;
@@ -110,62 +110,13 @@ TEST(wire_failures, shm_peer_killed_mid_stream_gives_retry_exceeded_then_flush_a
 
 // ---- the rogue client -------------------------------------------------------------------
 
-int dial(const uint8_t* address) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  std::memcpy(&sa.sin_addr.s_addr, address + 4, 4);
-  sa.sin_port = htons(static_cast<uint16_t>((address[8] << 8) | address[9]));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using rogue::dial;
+using rogue::hdr;
+using rogue::send_all;
+using rogue::server_closes;
 
-// True if the server closes the connection within 3 s (reads and drops what it sends).
-bool server_closes(int fd) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  while (std::chrono::steady_clock::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0) {
-      char b[256];
-      const ssize_t r = ::recv(fd, b, sizeof(b), 0);
-      if (r <= 0) {
-        ::close(fd);
-        return true;
-      }
-    }
-  }
-  ::close(fd);
-  return false;
-}
-
-void send_all(int fd, const void* p, size_t n) { (void)!::send(fd, p, n, MSG_NOSIGNAL); }
-
-wp::frame_hdr hdr(wp::ftype t, uint32_t len, uint32_t src = 0, uint32_t dst = 0) {
-  wp::frame_hdr h{};
-  h.magic = wp::frame_magic;
-  h.version = wp::frame_version;
-  h.type = static_cast<uint8_t>(t);
-  h.length = len;
-  h.src_qpn = src;
-  h.dst_qpn = dst;
-  return h;
-}
-
-int hello(const uint8_t* address) {
-  const int fd = dial(address);
-  const wp::frame_hdr h = hdr(wp::ftype::hello, sizeof(wp::hello_body));
-  const wp::hello_body b{static_cast<uint32_t>(::getpid()), 0};
-  send_all(fd, &h, sizeof(h));
-  send_all(fd, &b, sizeof(b));
-  wp::frame_hdr r{};
-  wp::hello_ok_body ob{};
-  (void)!::recv(fd, &r, sizeof(r), MSG_WAITALL);
-  (void)!::recv(fd, &ob, sizeof(ob), MSG_WAITALL);
-  return fd;
-}
+// An authenticated connection (the rogue knows the job's secret but no QP token).
+int hello(const uint8_t* address) { return rogue::authenticated(address); }
 
 // The legitimate initiator (a child process): WRITEs 4 KiB of 0x11 at the target's offset
 // 0, READs it back and reports.

@@ -47,6 +47,19 @@ inline setup_blob from_bytes(const std::vector<uint8_t>& v) {
 inline std::vector<uint8_t> text(const std::string& s) { return {s.begin(), s.end()}; }
 inline std::string text(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
 
+// The processes of a wire test are one job, and share its secret the way a user's
+// processes would: GDAKI_SOFT_SECRET in the environment (docs/soft-nic.md, Security). Set
+// before main, so peers forked later inherit it in memory and peers spawned later in their
+// environment (setenv does not replace one the peer already got from us).
+[[maybe_unused]] static const bool job_secret_in_environment = [] {
+  std::random_device rd;
+  static const char* d = "0123456789abcdef";
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += d[rd() & 15];
+  ::setenv("GDAKI_SOFT_SECRET", hex.c_str(), 0);
+  return true;
+}();
+
 inline std::array<uint8_t, 16> random_token() {
   std::random_device rd;
   std::array<uint8_t, 16> t{};

@@ -158,6 +158,16 @@ bool from_hex(const std::string& s, uint8_t* out, size_t n) {
 nlohmann::json ptr_json(remote_ptr p) { return {{"addr", p.addr}, {"rkey", p.rkey}}; }
 remote_ptr ptr_from(const nlohmann::json& j) { return {j.at("addr").get<uint64_t>(), j.at("rkey").get<uint32_t>()}; }
 
+#ifdef GDAKI_HAVE_SOFT_WIRE
+// The two bench processes are one job and must share the soft wire's secret
+// (docs/soft-nic.md, Security). Configured (GDAKI_SOFT_SECRET or GDAKI_SOFT_SECRET_FILE on
+// both sides), it stays off the network; otherwise each process made its own, and they
+// agree on the client's through the rendezvous, as a job's bootstrap would pass it.
+bool soft_secret_configured() {
+  return std::getenv("GDAKI_SOFT_SECRET") != nullptr || !soft::get_config().secret_file.empty();
+}
+#endif
+
 }  // namespace
 
 struct loopback::state {
@@ -367,6 +377,7 @@ nlohmann::json loopback::local_info() const {
 #ifdef GDAKI_HAVE_SOFT_WIRE
     const std::array<uint8_t, 16> addr = soft::local_address(s.dev);
     j["address"] = to_hex(addr.data(), addr.size());
+    if (!soft_secret_configured()) j["secret"] = soft::secret_hex();
 #else
     throw std::runtime_error("cross-process mode on the soft NIC needs its wire: not available in this build");
 #endif
@@ -403,6 +414,15 @@ void loopback::connect_remote(const nlohmann::json& peer, const std::string& tok
         !from_hex(token_hex, attr.av.token, 16)) {
       throw std::runtime_error("rendezvous: malformed wire address or token from the peer");
     }
+#ifdef GDAKI_HAVE_SOFT_WIRE
+    if (!soft_secret_configured() && peer.contains("secret")) {
+      uint8_t secret[32];
+      if (!from_hex(peer.at("secret").get<std::string>(), secret, sizeof(secret))) {
+        throw std::runtime_error("rendezvous: malformed wire secret from the peer");
+      }
+      soft::set_secret(secret, sizeof(secret));
+    }
+#endif
   }
   const auto& qpns = peer.at("qpns");
   if (qpns.size() != s.pairs.size()) throw std::runtime_error("rendezvous: the peer has a different number of QPs");

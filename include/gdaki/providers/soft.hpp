@@ -52,6 +52,14 @@ struct config {
   // alloc_shared() memory and move RDMA WRITE / READ data with one memcpy by the
   // initiator (no syscall, no frame). Off: such MRs take the frame path like any other.
   bool shm_map = true;
+  // Authentication (docs/soft-nic.md, Security). GDAKI_SOFT_SECRET_FILE: a file holding the
+  // job's secret as hex; it must be owned by this user with no group/other permission bits
+  // (chmod 600), or the wire refuses to start. GDAKI_SOFT_SECRET (hex) and set_secret()
+  // take precedence over it.
+  std::string secret_file;
+  // GDAKI_SOFT_ALLOW_OTHER_USERS: accept unix-socket peers running as another user id
+  // (they still need the secret). Off: such a peer is refused before it may say anything.
+  bool allow_other_users = false;
 };
 
 // Memory that soft peers in other processes on this host can map (a memfd, MAP_SHARED):
@@ -65,9 +73,21 @@ void free_shared(void* p);
 // The wire address of an open soft device (what a GID is to RoCE): 16 bytes naming its
 // host, listening port and process. Starts the device's listener if it is not running.
 // Pass it to the peer out of band; the peer puts it in qp_attr.av.dgid (is_global = true)
-// together with the connection token when it moves its QP to RTR. Throws gdaki::error
-// (not_supported for a non-soft device, io_error when listening fails).
+// together with the connection token when it moves its QP to RTR; the two processes must
+// also hold the same secret (set_secret below). Throws gdaki::error (not_supported for a
+// non-soft device, io_error when listening fails, e.g. the configured secret is unusable).
 std::array<uint8_t, 16> local_address(const verbs::device& d);
+
+// The job's secret, which every wire connection proves in both directions before any
+// request is served (HMAC challenge-response: it never crosses the wire). Resolved on first
+// need from, in order: set_secret(), GDAKI_SOFT_SECRET (32 to 128 hex digits),
+// config::secret_file, else a random one made for this process alone, which peers in other
+// processes must then be given (secret_hex() through the job's bootstrap, or the variable
+// in their environment). set_secret throws gdaki::error (invalid) for fewer than 16 or more
+// than 64 bytes or an all-zero secret; secret_hex throws it when the configured secret is
+// unusable (bad hex, zero, a key file group or others may read), naming the cause.
+void set_secret(const uint8_t* bytes, size_t len);
+std::string secret_hex();
 
 // Returns the configuration devices opened now would use.
 config get_config();

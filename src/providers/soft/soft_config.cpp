@@ -50,6 +50,8 @@ config config_from_env() {
   c.wire_window = env_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
   c.wire_window_bytes = env_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
   c.shm_map = env_bool("GDAKI_SOFT_SHM_MAP", c.shm_map);
+  if (const char* f = std::getenv("GDAKI_SOFT_SECRET_FILE"); f != nullptr) c.secret_file = f;
+  c.allow_other_users = env_bool("GDAKI_SOFT_ALLOW_OTHER_USERS", c.allow_other_users);
   if (c.wire_timeout_ms == 0) c.wire_timeout_ms = 1;
   if (c.wire_window == 0) c.wire_window = 1;
   if (c.devices == 0) c.devices = 1;

@@ -8,7 +8,8 @@ namespace gdaki::soft {
 status reg_mr(provider_object* pd, void* addr, size_t length, uint32_t access, provider_object** out,
               verbs::mr_keys* k, std::string* why) {
   auto* p = static_cast<soft_pd*>(pd);
-  const uint32_t key = keys().add(reinterpret_cast<uint64_t>(addr), length, access, p->pdn);
+  uint32_t rkey = 0;
+  const uint32_t key = keys().add(reinterpret_cast<uint64_t>(addr), length, access, p->pdn, &rkey);
   if (key == 0) {
     *why = "memory key table full";
     return status::no_memory;
@@ -17,7 +18,7 @@ status reg_mr(provider_object* pd, void* addr, size_t length, uint32_t access, p
   m->ops = &ops;
   m->key = key;
   k->lkey = key;
-  k->rkey = key | 0x80;
+  k->rkey = rkey;
   *out = m;
   return status::ok;
 }

@@ -65,6 +65,10 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->uar_db = reinterpret_cast<uint64_t*>(q->uar_mem.data() + prm::uar_bf_offset);
   q->state.store(static_cast<uint32_t>(qp_state::reset));
   *qpn = qps().add(q);
+  if (*qpn == 0) {
+    *why = "no free QP number";
+    return status::no_memory;
+  }
   p->dev->eng->add(q);
   caps->sq_wqebbs = sq_n;
   caps->rq_wqes = 1u << q->log_rq;

@@ -6,10 +6,24 @@
 #include "gdaki/verbs/mr.hpp"
 #include "soft_objects.hpp"
 #include "wire/shm_map.hpp"
+#include "wire/wire_auth.hpp"
 
 namespace gdaki::soft {
 
-uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn) {
+namespace {
+// A random byte different from the given ones (the slot's previous tags, or the other key's).
+uint8_t fresh_tag(uint8_t a, uint8_t b, uint8_t c) {
+  for (;;) {
+    const uint32_t r = wire::auth::random_u32();
+    for (int i = 0; i < 4; ++i) {
+      const auto t = static_cast<uint8_t>(r >> (8 * i));
+      if (t != a && t != b && t != c) return t;
+    }
+  }
+}
+}  // namespace
+
+uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn, uint32_t* rkey) {
   std::unique_lock lk(mu_);
   uint32_t slot;
   if (!free_.empty()) {
@@ -25,9 +39,12 @@ uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_
   e.length = length;
   e.access = access;
   e.pdn = pdn;
-  e.tag = static_cast<uint8_t>(e.tag % 127 + 1);  // 1..127, new on every reuse
+  const uint8_t old_l = e.ltag, old_r = e.rtag;
+  e.ltag = fresh_tag(old_l, old_r, old_l);
+  e.rtag = fresh_tag(old_l, old_r, e.ltag);
   e.live = true;
-  return ((slot + 2) << 8) | e.tag;
+  *rkey = ((slot + 2) << 8) | e.rtag;
+  return ((slot + 2) << 8) | e.ltag;
 }
 
 void key_table::remove(uint32_t lkey) {
@@ -37,7 +54,7 @@ void key_table::remove(uint32_t lkey) {
   slots_[slot].live = false;
   // Peers that mapped this MR (the shared-memory wire's mapped path) lose it too, and any
   // copy of theirs in progress ends before we return, as a NIC's access would.
-  shm::revoke(lkey, shm::revoke_wait_ms);
+  shm::revoke(((slot + 2) << 8) | slots_[slot].rtag, shm::revoke_wait_ms);
   free_.push_back(slot);
 }
 
@@ -47,7 +64,7 @@ const mr_entry* key_table::find(uint32_t key, bool remote) const {
   const uint32_t slot = hi - 2;
   if (slot >= slots_.size()) return nullptr;
   const mr_entry& e = slots_[slot];
-  if (!e.live || (key & 0x7f) != e.tag || ((key & 0x80) != 0) != remote) return nullptr;
+  if (!e.live || (key & 0xff) != (remote ? e.rtag : e.ltag)) return nullptr;
   return &e;
 }
 
@@ -60,10 +77,13 @@ bool key_table::local_range_ok(uint32_t lkey, uint32_t pdn, uint64_t addr, uint6
 
 uint32_t qp_table::add(std::shared_ptr<soft_qp> qp) {
   std::lock_guard lk(mu_);
+  // 0x000000 .. 0x0000ff are left out (QP0/QP1 and small numbers code may treat as
+  // special), and 0xffffff (the multicast QPN).
+  constexpr uint32_t lo = 0x000100, span = 0xffffff - lo;
+  if (map_.size() >= span) return 0;
   uint32_t qpn;
   do {
-    qpn = next_;
-    next_ = next_ >= 0xffffff ? 0x000100 : next_ + 1;
+    qpn = lo + wire::auth::random_u32() % span;
   } while (map_.count(qpn) != 0);
   qp->qpn = qpn;
   map_.emplace(qpn, std::move(qp));

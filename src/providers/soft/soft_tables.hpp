@@ -2,9 +2,13 @@
 // are still unique per device, which is all verbs promises), one QP-number space so QPs on
 // different soft devices of this process can connect, and the id counters.
 //
-// Memory keys: lkey = ((slot + 2) << 8) | tag, rkey = lkey | 0x80. The tag changes when a
-// slot is reused, so a stale key fails; lkey != rkey, so using one for the other fails.
-// Keys never equal MLX5_INVALID_LKEY (0x100).
+// Memory keys, as mlx5 lays them out: index << 8 | variant byte. lkey = ((slot + 2) << 8) |
+// ltag, rkey = ((slot + 2) << 8) | rtag, with both tags drawn at random (getrandom) on every
+// registration: a peer that saw no key cannot predict one (1 in 256 per guess and index;
+// docs/soft-nic.md, Security); ltag != rtag, so using one key for the other fails; a new
+// registration's tags differ from the slot's previous ones, so the last stale key fails.
+// Keys never equal MLX5_INVALID_LKEY (0x100). QP numbers are random 24-bit values
+// (0x100 .. 0xfffffe), unique among the live QPs of the process.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,7 @@ struct mr_entry {
   uint64_t length = 0;
   uint32_t access = 0;
   uint32_t pdn = 0;
-  uint8_t tag = 0;  // 1..127
+  uint8_t ltag = 0, rtag = 0;  // the keys' variant bytes (random)
   bool live = false;
 };
 
@@ -35,8 +39,8 @@ class key_table {
   // takes it exclusively, so once it returns no NIC access to the range is in flight.
   key_lock& lock() { return mu_; }
 
-  // Registers an MR; returns its lkey (rkey = lkey | 0x80), or 0 when the table is full.
-  uint32_t add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn);
+  // Registers an MR; returns its lkey and sets *rkey, or returns 0 when the table is full.
+  uint32_t add(uint64_t addr, uint64_t length, uint32_t access, uint32_t pdn, uint32_t* rkey);
   void remove(uint32_t lkey);
   // Caller holds lock() (shared). Returns the live entry the key names, or nullptr.
   const mr_entry* find(uint32_t key, bool remote) const;
@@ -52,14 +56,15 @@ class key_table {
 
 class qp_table {
  public:
-  uint32_t add(std::shared_ptr<soft_qp> qp);  // assigns and returns the QPN
+  // Assigns a random unused QPN (a peer cannot guess its neighbours') and returns it; 0
+  // when all are taken.
+  uint32_t add(std::shared_ptr<soft_qp> qp);
   void remove(uint32_t qpn);
   std::shared_ptr<soft_qp> find(uint32_t qpn);
 
  private:
   std::mutex mu_;
   std::unordered_map<uint32_t, std::shared_ptr<soft_qp>> map_;
-  uint32_t next_ = 0x000100;
 };
 
 key_table& keys();

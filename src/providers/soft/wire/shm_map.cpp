@@ -2,6 +2,7 @@
 // revocation table (shm_map.hpp).
 #include "shm_map.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -39,14 +40,18 @@ size_t page_size() {
   return p;
 }
 
+// A memfd we hand to peers must keep its size: a peer that could shrink it would make our
+// own accesses to the lost pages fault (SIGBUS), i.e. crash us. Sealed after it is sized.
+bool seal_size(int fd) { return ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0; }
+
 }  // namespace
 
 void* alloc_shared(size_t bytes) {
   if (bytes == 0) throw error(status::invalid, "alloc_shared: 0 bytes");
   const size_t len = (bytes + page_size() - 1) / page_size() * page_size();
-  const int fd = ::memfd_create("gdaki-soft-shared", MFD_CLOEXEC);
+  const int fd = ::memfd_create("gdaki-soft-shared", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) throw error(status::io_error, std::string("alloc_shared: memfd_create: ") + std::strerror(errno));
-  if (::ftruncate(fd, static_cast<off_t>(len)) != 0) {
+  if (::ftruncate(fd, static_cast<off_t>(len)) != 0 || !seal_size(fd)) {
     const int e = errno;
     ::close(fd);
     throw error(status::no_memory, "alloc_shared: " + std::to_string(bytes) + " bytes: " + std::strerror(e));
@@ -79,7 +84,7 @@ void free_shared(void* p) {
 
 namespace shm {
 
-bool find_shared(uint64_t addr, uint64_t length, int* fd, uint64_t* file_off) {
+bool find_shared(uint64_t addr, uint64_t length, bool writable, int* fd, uint64_t* file_off) {
   std::lock_guard lk(blocks_mu());
   auto it = blocks().upper_bound(addr);
   if (it == blocks().begin()) return false;
@@ -87,7 +92,12 @@ bool find_shared(uint64_t addr, uint64_t length, int* fd, uint64_t* file_off) {
   const uint64_t base = it->first;
   const uint64_t len = it->second.length;
   if (addr - base >= len || length > len - (addr - base)) return false;
-  *fd = ::dup(it->second.fd);
+  if (writable) {
+    *fd = ::dup(it->second.fd);
+  } else {
+    // A new open file description, read-only: mmap(PROT_WRITE, MAP_SHARED) of it fails.
+    *fd = ::open(("/proc/self/fd/" + std::to_string(it->second.fd)).c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (*fd < 0) return false;
   *file_off = addr - base;
   return true;
@@ -110,9 +120,9 @@ revocation_slot* table_slots_ptr() {
   std::lock_guard lk(t.mu);
   if (t.slots != nullptr) return t.slots;
   const size_t bytes = size_t{table_slots} * sizeof(revocation_slot);  // sparse: pages appear on use
-  const int fd = ::memfd_create("gdaki-soft-revocation", MFD_CLOEXEC);
+  const int fd = ::memfd_create("gdaki-soft-revocation", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return nullptr;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0 || !seal_size(fd)) {
     ::close(fd);
     return nullptr;
   }
@@ -152,7 +162,7 @@ void revoke(uint32_t key, uint32_t wait_ms) {
   }
   const uint32_t slot = slot_of(key);
   if (s == nullptr || (key >> 8) < 2 || slot >= table_slots) return;
-  uint32_t granted = key | 0x80;  // grants name the rkey
+  uint32_t granted = key;  // grants name the rkey
   if (!s[slot].key.compare_exchange_strong(granted, 0, std::memory_order_seq_cst)) return;  // none for it
   // A peer that incremented users before our store may still be copying: wait for it. A
   // peer that dies mid-copy leaves its count behind; after wait_ms we go on (its process
@@ -168,10 +178,10 @@ mapping::~mapping() {
   if (map_addr != nullptr) ::munmap(map_addr, map_len);
 }
 
-void* map_file(int fd, uint64_t file_off, uint64_t len, void** map_addr, size_t* map_len) {
+void* map_file(int fd, uint64_t file_off, uint64_t len, bool writable, void** map_addr, size_t* map_len) {
   const uint64_t start = file_off / page_size() * page_size();
   const size_t span = static_cast<size_t>(file_off - start + len);
-  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(start));
+  void* p = ::mmap(nullptr, span, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
   if (p == MAP_FAILED) return nullptr;
   *map_addr = p;
   *map_len = span;

@@ -15,9 +15,11 @@ namespace gdaki::soft::shm {
 
 // ---- the side that owns the memory ---------------------------------------------------
 
-// A registered range inside one alloc_shared() block: a dup of its memfd (the caller
-// closes it) and the range's offset in that file. False if the range is not inside one.
-bool find_shared(uint64_t addr, uint64_t length, int* fd, uint64_t* file_off);
+// A registered range inside one alloc_shared() block: a descriptor of its memfd (the
+// caller closes it; read-only unless `writable`) and the range's offset in that file.
+// False if the range is not inside one. The memfd's size is sealed: a peer cannot shrink
+// it under us.
+bool find_shared(uint64_t addr, uint64_t length, bool writable, int* fd, uint64_t* file_off);
 
 struct revocation_slot {
   std::atomic<uint32_t> key;    // the rkey granted for this key-table slot; 0 = none
@@ -34,7 +36,7 @@ int table_fd();
 // Records a grant of rkey for its slot. Caller holds the key table's shared lock (the MR
 // stays registered meanwhile). False if the slot is beyond the table.
 bool grant(uint32_t rkey);
-// Takes back the grant of `key` (an lkey or its rkey), if its slot holds one, and waits
+// Takes back the grant of `key` (the rkey), if its slot holds one, and waits
 // (at most wait_ms) until no peer copies under it. Called by deregistration (under the
 // key table's exclusive lock) and when the responder QP a grant was made through stops
 // taking requests (under its resp_mu).
@@ -56,7 +58,8 @@ struct mapping {
   ~mapping();
 };
 
-// Maps `len` bytes of memfd `fd` from `file_off` (any alignment). Null on failure.
-void* map_file(int fd, uint64_t file_off, uint64_t len, void** map_addr, size_t* map_len);
+// Maps `len` bytes of memfd `fd` from `file_off` (any alignment), read-only unless
+// `writable`. Null on failure.
+void* map_file(int fd, uint64_t file_off, uint64_t len, bool writable, void** map_addr, size_t* map_len);
 
 }  // namespace gdaki::soft::shm

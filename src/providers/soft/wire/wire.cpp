@@ -32,6 +32,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -42,6 +43,7 @@
 #include "../soft_tables.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "shm_map.hpp"
+#include "wire_auth.hpp"
 #include "wire_frame.hpp"
 #include "wire_proto.hpp"
 #include "wire_test_hooks.hpp"
@@ -378,14 +380,21 @@ bool token_equal(const uint8_t* a, const uint8_t* b) {
   return d == 0;
 }
 
-bool cma_works() {
-  // A copy from ourselves: fails where the kernel lacks CMA or a policy forbids it.
-  static const bool ok = [] {
-    uint64_t a = 0x1234, b = 0;
-    iovec l{&b, 8}, r{&a, 8};
-    return ::process_vm_readv(::getpid(), &l, 1, &r, 1, 0) == 8 && b == a;
-  }();
-  return ok;
+// Tries a cross-process copy from the peer itself: reads the nonce it holds at probe_addr.
+// Fails where the kernel lacks CMA, or a policy (Yama ptrace_scope >= 1 without
+// CAP_SYS_PTRACE, another user id) forbids it for this peer, which a probe of ourselves
+// would not reveal. *err: the errno (0: the bytes differed).
+bool cma_probe(pid_t pid, uint64_t probe_addr, const auth::nonce& expect, int* err) {
+  *err = 0;
+  if (test_hooks::refuse_cma.load(std::memory_order_relaxed)) {
+    *err = EPERM;
+    return false;
+  }
+  auth::nonce got{};
+  iovec l{got.data(), got.size()}, r{reinterpret_cast<void*>(probe_addr), got.size()};
+  const ssize_t n = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+  if (n < 0) *err = errno;
+  return n == static_cast<ssize_t>(got.size()) && got == expect;
 }
 
 }  // namespace
@@ -402,11 +411,21 @@ struct server_conn {
   int fd = -1;
   bool unix_sock = false;
   pid_t pid = 0;  // the peer process (unix sockets: from the kernel, SO_PEERCRED)
-  bool hello = false;
+  uid_t uid = 0;  // unix sockets: the peer's user id (SO_PEERCRED)
+  std::string peer;  // who it is, for the log
+  // Nothing but the handshake is read until the peer has proved the secret.
+  conn_stage stage = conn_stage::fresh;
+  auth::nonce nonce_c{}, nonce_s{};
+  bool want_cma = false;
+  uint64_t probe_addr = 0;  // where the peer holds nonce_c (the CMA probe reads it)
   bool cma = false;
   // (src << 32 | dst) pairs this peer proved the token for, each with the PSN of the next
   // request it may execute (the bind sets it; requests out of sequence are dropped).
   std::map<uint64_t, uint32_t> expect;
+  // Pairs whose map named a key that failed its check: never answered map_ok again, so a
+  // peer cannot use map frames to guess keys (a request with a bad key ends the pair
+  // anyway: its responder QP moves to ERR, as on RC).
+  std::set<uint64_t> map_burned;
   rx_buffer rx;
   tx_queue tx;
 };
@@ -460,6 +479,12 @@ endpoint::~endpoint() {
 bool endpoint::listen(std::string* why) {
   std::lock_guard lk(mu_);
   if (listening_.load(std::memory_order_relaxed)) return true;
+  // No wire without a usable secret: a bad key file fails here, naming the cause.
+  std::vector<uint8_t> secret;
+  if (!auth::current_secret(&secret, why)) {
+    *why = "cannot authenticate peers: " + *why;
+    return false;
+  }
   in_addr ia{};
   if (::inet_pton(AF_INET, dev_.cfg.listen_addr.c_str(), &ia) != 1) {
     *why = "listen address '" + dev_.cfg.listen_addr + "' is not an IPv4 address";
@@ -560,10 +585,30 @@ void endpoint::accept_one(int lfd, bool unix_sock) {
   auto c = std::make_unique<server_conn>();
   c->fd = fd;
   c->unix_sock = unix_sock;
+  bool other_user = false;
   if (unix_sock) {
     ucred cr{};
     socklen_t l = sizeof(cr);
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0) c->pid = cr.pid;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0) {
+      c->pid = cr.pid;
+      c->uid = cr.uid;
+      other_user = cr.uid != ::geteuid();
+    } else {
+      other_user = true;  // no credentials: treat as a stranger
+    }
+    c->peer = "pid " + std::to_string(c->pid) + " uid " + std::to_string(c->uid) + " (unix socket)";
+  } else {
+    sockaddr_in sa{};
+    socklen_t l = sizeof(sa);
+    char ip[INET_ADDRSTRLEN] = "?";
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &l) == 0) ::inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+    c->peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port)) + " (tcp)";
+  }
+  if (other_user && !dev_.cfg.allow_other_users) {
+    // Refused before it may say anything: a user id that is not ours (SO_PEERCRED).
+    refuse(*c, auth::reason::other_user);
+    ::close(fd);
+    return;
   }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
@@ -586,6 +631,67 @@ void endpoint::close_conn(int fd, bool poison) {
   ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
+}
+
+void endpoint::refuse(server_conn& c, auth::reason why) {
+  // Logged first, so the record exists by the time the peer reads the refusal. Then, best
+  // effort, the peer learns why (its log says so); the caller closes.
+  auth::report(log_name() + " refused a connection from " + c.peer + ": " + auth::describe(why));
+  frame_hdr r = make_hdr(ftype::auth_nak, sizeof(auth_nak_body), 0, 0, 0);
+  auth_nak_body b{static_cast<uint32_t>(why), 0};
+  iovec v[2] = {{&r, sizeof(r)}, {&b, sizeof(b)}};
+  const uint64_t deadline = now_ms() + 100;
+  if (flush_replies(c.fd, c.tx, deadline)) (void)writev_full(c.fd, v, 2, deadline);
+}
+
+bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t deadline) {
+  std::vector<uint8_t> secret;
+  std::string why;
+  if (!auth::current_secret(&secret, &why)) {
+    auth::report(log_name() + ": cannot authenticate peers: " + why);
+    return false;
+  }
+  if (static_cast<ftype>(h.type) == ftype::hello) {
+    hello_body b{};
+    if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
+    std::memcpy(c.nonce_c.data(), b.nonce, 16);
+    c.nonce_s = auth::fresh_nonce();
+    c.want_cma = b.want_cma != 0;
+    c.probe_addr = b.probe_addr;
+    challenge_body cb{};
+    std::memcpy(cb.nonce, c.nonce_s.data(), 16);
+    const digest p = auth::server_proof(secret, c.nonce_c, c.nonce_s);
+    std::memcpy(cb.proof, p.data(), 32);
+    c.stage = conn_stage::challenged;
+    frame_hdr r = make_hdr(ftype::challenge, sizeof(cb), 0, 0, h.seq);
+    iovec v[2] = {{&r, sizeof(r)}, {&cb, sizeof(cb)}};
+    return send_reply(c.fd, c.tx, v, 2, deadline);
+  }
+  auth_body a{};
+  if (!rx_read(c.fd, c.rx, &a, sizeof(a), deadline)) return false;
+  digest got;
+  std::memcpy(got.data(), a.proof, 32);
+  if (!auth::digest_equal(got, auth::client_proof(secret, c.nonce_s, c.nonce_c))) {
+    const bool zero = auth::digest_equal(got, auth::client_proof(std::vector<uint8_t>(32, 0), c.nonce_s, c.nonce_c));
+    refuse(c, zero ? auth::reason::zero_secret : auth::reason::wrong_secret);
+    return false;
+  }
+  c.stage = conn_stage::authenticated;
+  c.cma = false;
+  if (c.unix_sock && c.pid > 0 && c.want_cma && dev_.cfg.wire != "tcp") {
+    int err = 0;
+    c.cma = cma_probe(c.pid, c.probe_addr, c.nonce_c, &err);
+    static std::atomic<bool> said{false};
+    if (!c.cma && !said.exchange(true)) {
+      auth::report(log_name() + ": cross-memory attach to pid " + std::to_string(c.pid) + " refused (" +
+                   (err != 0 ? std::string(std::strerror(err)) : std::string("read back wrong bytes")) +
+                   "; e.g. Yama ptrace_scope >= 1): same-host payloads travel in frames instead (said once)");
+    }
+  }
+  frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
+  hello_ok_body ob{c.cma ? 1u : 0u, 0};
+  iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
+  return send_reply(c.fd, c.tx, v, 2, deadline);
 }
 
 namespace {
@@ -625,7 +731,9 @@ struct server_xfer {
         remote.push_back({reinterpret_cast<void*>(e.addr), static_cast<size_t>(e.len)});
         total += e.len;
       }
-      const ssize_t r = ::process_vm_readv(pid, local.data(), local.size(), remote.data(), remote.size(), 0);
+      const ssize_t r = test_hooks::refuse_cma.load(std::memory_order_relaxed)
+                            ? -1
+                            : ::process_vm_readv(pid, local.data(), local.size(), remote.data(), remote.size(), 0);
       if (r < 0 || static_cast<uint64_t>(r) != total) failed = true;
       return !failed;
     }
@@ -640,7 +748,9 @@ struct server_xfer {
       std::vector<iovec> remote;
       for (const iov_entry& e : iovs) remote.push_back({reinterpret_cast<void*>(e.addr), static_cast<size_t>(e.len)});
       iovec local{const_cast<uint8_t*>(from), static_cast<size_t>(n)};
-      const ssize_t r = ::process_vm_writev(pid, &local, 1, remote.data(), remote.size(), 0);
+      const ssize_t r = test_hooks::refuse_cma.load(std::memory_order_relaxed)
+                            ? -1
+                            : ::process_vm_writev(pid, &local, 1, remote.data(), remote.size(), 0);
       if (r < 0 || static_cast<uint64_t>(r) != n) {
         failed = true;
         return;
@@ -667,7 +777,8 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
   map_ok_body ok{};
   int fds[2] = {-1, -1};
   bool granted = false;
-  if (c.unix_sock && dev_.cfg.shm_map) {
+  const uint64_t pair = pair_key(h.src_qpn, h.dst_qpn);
+  if (c.unix_sock && dev_.cfg.shm_map && c.map_burned.count(pair) == 0) {
     std::shared_ptr<soft_qp> q = qps().find(h.dst_qpn);
     std::shared_lock kl(keys().lock());  // the grant and the MR's life are serialised
     if (q && q->dev == &dev_) {
@@ -675,10 +786,14 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
       const uint32_t st = q->state.load(std::memory_order_acquire);
       const bool ready = st == static_cast<uint32_t>(verbs::qp_state::rtr) || st == static_cast<uint32_t>(verbs::qp_state::rts);
       const mr_entry* e = keys().find(rkey, true);
+      if (e == nullptr || (q->pd != nullptr && e->pdn != q->pd->pdn)) c.map_burned.insert(pair);
       if (!q->destroyed && ready && q->attr.dest_qp_num == h.src_qpn && e != nullptr && e->pdn == q->pd->pdn) {
         const uint32_t access = e->access & q->attr.access_flags & (verbs::access::remote_read | verbs::access::remote_write);
         uint64_t off = 0;
-        if (access != 0 && shm::find_shared(e->addr, e->length, &fds[0], &off)) {
+        // A grant without remote write gets a read-only descriptor (and the requester maps
+        // it read-only), so even a stray write of the peer cannot reach the memory.
+        const bool writable = (access & verbs::access::remote_write) != 0;
+        if (access != 0 && shm::find_shared(e->addr, e->length, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           if (fds[1] >= 0 && shm::grant(rkey)) {
             q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
@@ -724,19 +839,15 @@ bool endpoint::serve_frame(server_conn& c) {
   // this function only reads the bytes those rules ask for and acts on the answer.
   uint8_t raw[sizeof(frame_hdr)];
   frame_hdr h{};
-  if (!rx_read(c.fd, c.rx, raw, sizeof(raw), deadline) || !parse_header(raw, sizeof(raw), &h)) return false;
-  if (!server_accepts(h, c.hello)) return false;
-  const auto t = static_cast<ftype>(h.type);
-  if (t == ftype::hello) {
-    hello_body b{};
-    if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
-    c.hello = true;
-    c.cma = c.unix_sock && c.pid > 0 && b.want_cma != 0 && dev_.cfg.wire != "tcp" && cma_works();
-    frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
-    hello_ok_body ob{c.cma ? 1u : 0u, 0};
-    iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
-    return send_reply(c.fd, c.tx, v, 2, deadline);
+  if (!rx_read(c.fd, c.rx, raw, sizeof(raw), deadline)) return false;
+  if (!parse_header(raw, sizeof(raw), &h) || !server_accepts(h, c.stage)) {
+    // Before authentication, anything but the handshake is refused with the reason (an
+    // old client, a stranger); afterwards a bad frame just closes (the protocol's rule).
+    if (c.stage != conn_stage::authenticated) refuse(c, auth::reason::no_proof);
+    return false;
   }
+  const auto t = static_cast<ftype>(h.type);
+  if (c.stage != conn_stage::authenticated) return handshake_frame(c, h, deadline);
   if (t == ftype::bind) {
     bind_body b{};
     if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
@@ -833,6 +944,102 @@ bool endpoint::serve_frame(server_conn& c) {
 
 // ---- the requester side ---------------------------------------------------------------
 
+std::string endpoint::log_name() const {
+  return "soft" + std::to_string(dev_.index) + " (pid " + std::to_string(::getpid()) + ")";
+}
+
+namespace {
+
+std::string describe_peer(const parsed_address& p, bool unix_sock) {
+  return "soft" + std::to_string(p.dev_index) + " of pid " + std::to_string(p.pid) + (unix_sock ? " (unix socket)" : " (tcp)");
+}
+
+}  // namespace
+
+bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why) {
+  parsed_address p;
+  parse_address(static_cast<const uint8_t*>(peer_addr), &p);
+  const std::string peer = describe_peer(p, unix_sock);
+  std::vector<uint8_t> secret;
+  if (!auth::current_secret(&secret, why)) {
+    *why = "cannot authenticate to " + peer + ": " + *why;
+    auth::report(log_name() + ": " + *why);
+    return false;
+  }
+  if (unix_sock && !dev_.cfg.allow_other_users) {
+    // The listener's user id: an abstract name can be bound by anyone, so check who did.
+    ucred cr{};
+    socklen_t l = sizeof(cr);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 || cr.uid != ::geteuid()) {
+      *why = peer + " runs as uid " + std::to_string(cr.uid) + ", not as this user: " + auth::describe(auth::reason::other_user);
+      auth::report(log_name() + " refused " + *why);
+      return false;
+    }
+  }
+  auto refused = [&](auth::reason r) {
+    *why = peer + " refused this connection: " + auth::describe(r);
+    auth::report(log_name() + ": " + *why);
+    return false;
+  };
+  auto read_refusal = [&] {
+    auth_nak_body nb{};
+    if (!read_full(fd, &nb, sizeof(nb), deadline)) nb.reason = static_cast<uint32_t>(auth::reason::no_proof);
+    return refused(static_cast<auth::reason>(nb.reason));
+  };
+  const auth::nonce nc = auth::fresh_nonce();
+  frame_hdr h = make_hdr(ftype::hello, sizeof(hello_body), 0, 0, 0);
+  hello_body hb{static_cast<uint32_t>(::getpid()), unix_sock ? 1u : 0u, {}, 0};
+  std::memcpy(hb.nonce, nc.data(), 16);
+  hb.probe_addr = reinterpret_cast<uint64_t>(hb.nonce);  // alive until the handshake ends
+  iovec v[2] = {{&h, sizeof(h)}, {&hb, sizeof(hb)}};
+  frame_hdr rh{};
+  if (!writev_full(fd, v, 2, deadline) || !read_full(fd, &rh, sizeof(rh), deadline)) {
+    *why = "handshake with " + peer + " failed (no answer)";
+    return false;
+  }
+  const handshake_reply first = check_challenge(rh);
+  if (first == handshake_reply::refused) return read_refusal();
+  challenge_body cb{};
+  if (first != handshake_reply::challenge || !read_full(fd, &cb, sizeof(cb), deadline)) {
+    *why = "handshake with " + peer + " failed (not a soft wire of this version)";
+    return false;
+  }
+  auth::nonce ns;
+  std::memcpy(ns.data(), cb.nonce, 16);
+  digest theirs;
+  std::memcpy(theirs.data(), cb.proof, 32);
+  // The server must know the secret too: a process that merely took the name or port is
+  // refused. We still send our proof (a proof is bound to this connection's nonces, so it
+  // is of no use elsewhere) so that the server can log why it failed on its side as well.
+  const bool server_ok = auth::digest_equal(theirs, auth::server_proof(secret, nc, ns));
+  frame_hdr ah = make_hdr(ftype::auth, sizeof(auth_body), 0, 0, 0);
+  auth_body ab{};
+  const digest mine = auth::client_proof(secret, ns, nc);
+  std::memcpy(ab.proof, mine.data(), 32);
+  iovec av[2] = {{&ah, sizeof(ah)}, {&ab, sizeof(ab)}};
+  const bool sent = writev_full(fd, av, 2, deadline);
+  if (!server_ok) {
+    const bool zero = auth::digest_equal(theirs, auth::server_proof(std::vector<uint8_t>(32, 0), nc, ns));
+    *why = peer + " failed to prove this job's secret: " +
+           auth::describe(zero ? auth::reason::zero_secret : auth::reason::wrong_secret);
+    auth::report(log_name() + " refused " + *why);
+    return false;
+  }
+  if (!sent || !read_full(fd, &rh, sizeof(rh), deadline)) {
+    *why = "handshake with " + peer + " failed (no answer to our proof)";
+    return false;
+  }
+  const handshake_reply second = check_auth_reply(rh);
+  if (second == handshake_reply::refused) return read_refusal();
+  hello_ok_body ob{};
+  if (second != handshake_reply::accepted || !read_full(fd, &ob, sizeof(ob), deadline)) {
+    *why = "handshake with " + peer + " failed (a malformed answer)";
+    return false;
+  }
+  *cma = ob.cma != 0;
+  return true;
+}
+
 std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why) {
   {
     std::lock_guard lk(clients_mu_);
@@ -888,17 +1095,9 @@ std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why
     c->fd = fd;
   }
   tune(c->fd, !unix_sock);
-  frame_hdr h = make_hdr(ftype::hello, sizeof(hello_body), 0, 0, 0);
-  hello_body hb{static_cast<uint32_t>(::getpid()), unix_sock && cma_works() ? 1u : 0u};
-  iovec v[2] = {{&h, sizeof(h)}, {&hb, sizeof(hb)}};
-  frame_hdr rh{};
-  hello_ok_body ob{};
-  if (!writev_full(c->fd, v, 2, deadline) || !read_full(c->fd, &rh, sizeof(rh), deadline) || !hello_ok_valid(rh) ||
-      !read_full(c->fd, &ob, sizeof(ob), deadline)) {
-    *why = "handshake failed";
-    return nullptr;
-  }
-  c->cma = ob.cma != 0;
+  bool cma = false;
+  if (!handshake(c->fd, unix_sock, a.data(), deadline, &cma, why)) return nullptr;
+  c->cma = cma;
   std::lock_guard lk(clients_mu_);
   auto [it, fresh] = clients_.emplace(a, c);
   if (!fresh && !it->second->dead) return it->second;  // another thread won the race
@@ -1053,7 +1252,8 @@ shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t 
       const uint32_t slot = (rkey >> 8) - 2;
       auto mp = std::make_shared<shm::mapping>();
       void* base = c.table != nullptr && (rkey >> 8) >= 2 && slot < shm::table_slots
-                       ? shm::map_file(fds[0], ok.file_off, ok.length, &mp->map_addr, &mp->map_len)
+                       ? shm::map_file(fds[0], ok.file_off, ok.length, (ok.access & verbs::access::remote_write) != 0,
+                                       &mp->map_addr, &mp->map_len)
                        : nullptr;
       if (base != nullptr) {
         mp->base = static_cast<uint8_t*>(base);

@@ -13,10 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
 #include "../engine/wqe_parse.hpp"
+#include "wire_auth.hpp"
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/verbs/qp.hpp"
 
@@ -112,6 +114,13 @@ class endpoint {
   bool serve_frame(server_conn& c);  // false: close the connection
   bool answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline);
   void close_conn(int fd, bool poison);
+  // Authentication (wire_auth.hpp). Server: one handshake frame of a peer that has not
+  // proved the secret yet (false: close); refuse() tells the peer why and logs it. Client:
+  // the whole exchange on a fresh socket to the peer at address peer_addr (false: *why).
+  bool handshake_frame(server_conn& c, const frame_hdr& h, uint64_t deadline);
+  void refuse(server_conn& c, auth::reason why);
+  bool handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why);
+  std::string log_name() const;
   std::shared_ptr<client_conn> client(const address& a, std::string* why);
 
   soft_device& dev_;

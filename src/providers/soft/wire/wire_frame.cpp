@@ -45,16 +45,19 @@ bool parse_header(const uint8_t* p, size_t len, frame_hdr* out) {
   return header_ok(*out);
 }
 
-bool server_accepts(const frame_hdr& h, bool hello_done) {
+bool server_accepts(const frame_hdr& h, conn_stage stage) {
+  const bool authed = stage == conn_stage::authenticated;
   switch (static_cast<ftype>(h.type)) {
     case ftype::hello:
-      return !hello_done && h.length == sizeof(hello_body);
+      return stage == conn_stage::fresh && h.length == sizeof(hello_body);
+    case ftype::auth:
+      return stage == conn_stage::challenged && h.length == sizeof(auth_body);
     case ftype::bind:
-      return hello_done && h.length == sizeof(bind_body);
+      return authed && h.length == sizeof(bind_body);
     case ftype::request:
-      return hello_done;
+      return authed;
     case ftype::map:
-      return hello_done && h.length == sizeof(map_body);
+      return authed && h.length == sizeof(map_body);
     default:
       return false;  // replies (and unknown types) never go to a server
   }
@@ -101,6 +104,23 @@ parse_status parse_request(const frame_hdr& h, const uint8_t* body, size_t len, 
 
 bool hello_ok_valid(const frame_hdr& rh) {
   return header_ok(rh) && rh.type == static_cast<uint8_t>(ftype::hello_ok) && rh.length == sizeof(hello_ok_body);
+}
+
+handshake_reply check_challenge(const frame_hdr& rh) {
+  if (!header_ok(rh)) return handshake_reply::bad;
+  if (rh.type == static_cast<uint8_t>(ftype::challenge) && rh.length == sizeof(challenge_body)) {
+    return handshake_reply::challenge;
+  }
+  if (rh.type == static_cast<uint8_t>(ftype::auth_nak) && rh.length == sizeof(auth_nak_body)) return handshake_reply::refused;
+  return handshake_reply::bad;
+}
+
+handshake_reply check_auth_reply(const frame_hdr& rh) {
+  if (hello_ok_valid(rh)) return handshake_reply::accepted;
+  if (header_ok(rh) && rh.type == static_cast<uint8_t>(ftype::auth_nak) && rh.length == sizeof(auth_nak_body)) {
+    return handshake_reply::refused;
+  }
+  return handshake_reply::bad;
 }
 
 map_reply check_map_reply(const frame_hdr& rh, const frame_hdr& req) {

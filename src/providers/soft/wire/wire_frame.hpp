@@ -21,10 +21,12 @@ bool known_op(uint8_t op);         // an opcode the wire carries at all
 bool parse_header(const uint8_t* p, size_t len, frame_hdr* out);
 bool header_ok(const frame_hdr& h);
 
-// The server's state machine, per connection: hello exactly once and first, then binds
-// and requests. Checks type and the fixed body sizes of hello and bind; a request also
-// needs its pair bound, which the caller checks (the bound set is connection state).
-bool server_accepts(const frame_hdr& h, bool hello_done);
+// The server's state machine, per connection: hello exactly once and first, then auth
+// (the answer to the server's challenge), then binds, maps and requests. Checks type and
+// the fixed body sizes; a request also needs its pair bound, which the caller checks (the
+// bound set is connection state). Anything else closes the connection.
+enum class conn_stage : uint8_t { fresh, challenged, authenticated };
+bool server_accepts(const frame_hdr& h, conn_stage stage);
 
 // A request whose head (fixed body + iov list) passed every check.
 struct request_view {
@@ -50,6 +52,11 @@ parse_status parse_request(const frame_hdr& h, const uint8_t* body, size_t len, 
 
 // The requester's checks of a server's reply.
 bool hello_ok_valid(const frame_hdr& rh);
+// The server's first answer: a challenge, or a refusal (auth_nak, 8-byte body); bad: neither.
+enum class handshake_reply : uint8_t { bad, challenge, accepted, refused };
+handshake_reply check_challenge(const frame_hdr& rh);
+// The answer to auth: accepted (hello_ok, hello_ok_valid), or a refusal.
+handshake_reply check_auth_reply(const frame_hdr& rh);
 // A reply to map request `req`: ok (a map_ok_body follows, with two descriptors), nak, or
 // bad (close the connection).
 enum class map_reply : uint8_t { bad, ok, nak };

@@ -8,7 +8,8 @@
 namespace gdaki::soft::wire {
 
 inline constexpr uint32_t frame_magic = 0x574b4447;  // "GDKW"
-inline constexpr uint8_t frame_version = 1;
+// 2: connections authenticate (challenge / auth / auth_nak) before anything else.
+inline constexpr uint8_t frame_version = 2;
 // Largest body a peer may announce: bigger frames close the connection before any byte of
 // the body is read, so a hostile length cannot make us allocate or wait for gigabytes.
 inline constexpr uint32_t max_body = 64u << 20;
@@ -24,7 +25,10 @@ enum class ftype : uint8_t {
   response = 7,
   map = 8,      // same host: may the requester map the MR behind this rkey?
   map_ok = 9,   // yes: two memfds ride along (SCM_RIGHTS): the MR's file, the revocation table
-  map_nak = 10  // no (not alloc_shared memory, no access, not this pair's PD): use requests
+  map_nak = 10,  // no (not alloc_shared memory, no access, not this pair's PD): use requests
+  challenge = 11,  // server: its nonce and its proof of the secret (wire_auth.hpp)
+  auth = 12,       // client: its proof of the secret
+  auth_nak = 13    // server: refused (reason); the connection closes after it
 };
 
 namespace fflag {
@@ -53,6 +57,22 @@ static_assert(sizeof(frame_hdr) == 32, "the header is 32 bytes on the wire");
 struct hello_body {
   uint32_t pid;
   uint32_t want_cma;  // the client can take part in cross-process copies
+  uint8_t nonce[16];  // the client's challenge to the server
+  // Where the client holds `nonce` during the handshake: the server reads it with
+  // process_vm_readv, so cross-process copies are tried against this very peer before
+  // they are granted (a Yama policy may allow them on oneself and refuse them here).
+  uint64_t probe_addr;
+};
+struct challenge_body {
+  uint8_t nonce[16];  // the server's challenge to the client
+  uint8_t proof[32];  // HMAC(secret, "gdaki-soft-wire server" | client nonce | server nonce)
+};
+struct auth_body {
+  uint8_t proof[32];  // HMAC(secret, "gdaki-soft-wire client" | server nonce | client nonce)
+};
+struct auth_nak_body {
+  uint32_t reason;  // auth::reason
+  uint32_t reserved;
 };
 struct hello_ok_body {
   uint32_t cma;  // 1: the server will copy across processes for iov-list requests

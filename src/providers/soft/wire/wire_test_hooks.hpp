@@ -18,6 +18,11 @@ enum class fault : uint8_t {
 // Packed: fault | header offset << 8 | XOR mask << 16. 0: nothing armed.
 extern std::atomic<uint32_t> armed;
 
+// Set: every cross-memory attach of this process to a peer (the probe and the copies)
+// fails with EPERM, as Yama ptrace_scope 1 refuses a process that is not a descendant
+// (tests of the fallback to frames). One relaxed load per cross-process copy.
+extern std::atomic<bool> refuse_cma;
+
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
 void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);
