@@ -5,7 +5,7 @@
 set -u
 gdaki=$1
 status=0
-for sub in "" devices doctor dump bench; do
+for sub in "" devices doctor dump bench env; do
   # shellcheck disable=SC2086
   bad=$("$gdaki" $sub --help 2>&1 | LC_ALL=C tr -d '\t\n\040-\176' | wc -c)
   lines=$("$gdaki" $sub --help 2>&1 | wc -l)
