@@ -105,7 +105,13 @@ TEST(soft_lifecycle, destroying_mrs_qps_and_cqs_while_the_engine_is_busy_is_clea
                    seen[i]);
     });
   }
-  std::this_thread::sleep_for(20ms);
+  // Destruction starts once every pair has completed WRITEs (on a loaded machine a fixed
+  // sleep was not always enough for the first signalled one).
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint32_t i = 0; i < pairs; ++i) {
+    while (seen[i].ok.load() == 0 && std::chrono::steady_clock::now() - t0 < 10s) std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(5ms);
   // Pair 0: deregister the target MR under traffic (later WRITEs fail with REMOTE_ACCESS).
   mdst[0] = verbs::mr();
   // Its error is seen before the source MR goes too (below): with both gone, the engine
@@ -137,7 +143,7 @@ TEST(soft_lifecycle, destroying_mrs_qps_and_cqs_while_the_engine_is_busy_is_clea
   drain_until_error(a[0], seen[0], 10s);
   drain_until_error(a[1], seen[1], 10s);
   // The traffic really ran before anything went away (otherwise nothing was destroyed
-  // "while busy").
+  // "while busy"; the wait above is bounded).
   for (uint32_t i = 0; i < pairs; ++i) EXPECT_GT(seen[i].ok.load(), 0u) << "pair " << i << " never completed a WRITE";
   // Each destruction surfaced as the error the requester should see, first.
   EXPECT_EQ(seen[0].first_error.load(), prm::syndrome::remote_access) << "pair 0: target MR deregistered";
