@@ -3,7 +3,13 @@
 # tiers that exercise concurrency and memory ownership. Exits non-zero if any test fails.
 #   GDAKI_TEST_SANITIZERS=0   skip the ASan/UBSan and TSan passes (quick local runs)
 #   GDAKI_TEST_AARCH64=0      skip the aarch64 pass (cross build, tests under qemu-user)
+#   GDAKI_REQUIRE_TIERS=1     a tier configure could not build (a missing optional
+#                             dependency: its placeholder test tier_missing.*) fails the run
+#                             instead of reporting SKIP; on by default under CI=true
 set -euo pipefail
+if [[ ${CI:-} == true && -z ${GDAKI_REQUIRE_TIERS:-} ]]; then
+  export GDAKI_REQUIRE_TIERS=1
+fi
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 # ccache (CMakeLists.txt uses it where installed): paths relative to the checkout and no

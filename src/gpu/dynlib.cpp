@@ -4,13 +4,14 @@
 
 #include <cstdlib>
 
+#include "core/env_config.hpp"
+
 namespace gdaki::detail {
 
 status dynlib::open(const library_spec& spec, dynlib& out, std::string& message) {
-  const char* override_path = spec.env_var != nullptr ? std::getenv(spec.env_var) : nullptr;
-  if (override_path != nullptr && override_path[0] != '\0') {
-    return open_path(spec, override_path, out, message);
-  }
+  // Read through the GDAKI_* table (src/core/env_config.cpp), which lists every override.
+  const std::string override_path = spec.env_var != nullptr ? env::read_text(spec.env_var, "") : "";
+  if (!override_path.empty()) return open_path(spec, override_path, out, message);
   return open_path(spec, spec.soname, out, message);
 }
 

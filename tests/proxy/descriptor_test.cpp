@@ -10,7 +10,10 @@ using namespace gdaki::proxy;
 
 namespace {
 
-descriptor sealed(descriptor d, uint32_t position) {
+// Takes the 64-byte-aligned descriptor by reference: passed by value, GCC notes that the
+// ABI for such parameters changed in GCC 4.6 (a note in every clean build).
+descriptor sealed(const descriptor& in, uint32_t position) {
+  descriptor d = in;
   d.seq_head = position;
   d.seq_tail = position;
   d.check = 0;

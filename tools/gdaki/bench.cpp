@@ -78,17 +78,6 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
   options& o = c.opt;
   if (!o.server && kinds.size() != 1) return fail(exit_usage, "server/client mode runs one test at a time");
   std::string why;
-  oob_socket peer;
-  if (o.server) {
-    oob_socket l = listen_on(o.port, &why);
-    if (!l) return fail(exit_failure, why);
-    std::fprintf(stderr, "gdaki bench: waiting for a client on port %u\n", o.port);
-    peer = accept_one(l, c.accept_timeout_s, &why);
-  } else {
-    peer = connect_to(o.server_host, o.port, o.connect_timeout_s, &why);
-  }
-  if (!peer) return fail(exit_failure, why);
-  const double step_timeout_s = 600;  // one size of a slow run on a loaded machine
   nlohmann::json hello = {{"gdaki_bench", 1}, {"role", o.server ? "server" : "client"}, {"wire", o.wire}};
   if (!o.server) {
     const test_info& t = info(kinds.front());
@@ -98,7 +87,20 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
                   {"tx_depth", o.tx_depth}});
   }
   nlohmann::json theirs;
-  if (!exchange(peer, hello, &theirs, o.server ? 30 : c.accept_timeout_s, &why)) return fail(exit_failure, why);
+  oob_socket peer;
+  if (o.server) {
+    oob_socket l = listen_on(o.port, &why);
+    if (!l) return fail(exit_failure, why);
+    std::fprintf(stderr, "gdaki bench: waiting for a client on port %u\n", o.port);
+    // Refuses connections that do not speak the protocol and keeps waiting (accept_client).
+    peer = accept_client(l, c.accept_timeout_s, hello, &theirs, &why);
+    if (!peer) return fail(exit_failure, why);
+  } else {
+    peer = connect_to(o.server_host, o.port, o.connect_timeout_s, &why);
+    if (!peer) return fail(exit_failure, why);
+    if (!exchange(peer, hello, &theirs, c.accept_timeout_s, &why)) return fail(exit_failure, why);
+  }
+  const double step_timeout_s = 600;  // one size of a slow run on a loaded machine
   if (theirs.value("wire", "") != o.wire) {
     return fail(exit_usage, "the peer uses wire '" + theirs.value("wire", "") + "', this side '" + o.wire + "'");
   }
@@ -318,8 +320,10 @@ command_fn add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"soft", "mlx5"}))
       ->capture_default_str();
   sub->add_option("-d,--device", o.device, "Device (default: the provider's first)");
+  // default_str, not capture_default_str: CLI11 streams a uint8_t as a character, so the
+  // help text would carry a NUL byte.
   sub->add_option("-x,--gid-index", o.gid_index, "RoCE: source GID index, as perftest -x (see show_gids)")
-      ->capture_default_str();
+      ->default_str(std::to_string(o.gid_index));
   sub->add_option("--wire", o.wire, "Soft NIC wire: inproc (loopback), shm or tcp (across processes)")
       ->check(CLI::IsMember({"inproc", "shm", "tcp"}))
       ->capture_default_str();

@@ -9,8 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace gdaki::tool::bench {
@@ -89,6 +91,57 @@ oob_socket accept_one(const oob_socket& listener, double timeout_s, std::string*
   oob_socket c(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!c) *why = std::string("accept: ") + std::strerror(errno);
   return c;
+}
+
+namespace {
+
+// "host:port" of a connected socket's peer, for the refusal line; read at accept time
+// (once the peer has closed, getpeername fails). IPv4 peers of the dual-stack listener
+// show as plain IPv4.
+std::string peer_name(const oob_socket& s) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "an unknown peer";
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "an unknown peer";
+  }
+  std::string h = host;
+  if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
+  return h + ":" + port;
+}
+
+}  // namespace
+
+oob_socket accept_client(const oob_socket& listener, double timeout_s, const nlohmann::json& hello,
+                         nlohmann::json* theirs, std::string* why) {
+  using clock = std::chrono::steady_clock;
+  constexpr double hello_timeout_s = 10;  // a real client sends its hello at once
+  const auto start = clock::now();
+  while (true) {
+    double left = 0;  // 0: no deadline
+    if (timeout_s > 0) {
+      left = timeout_s - std::chrono::duration<double>(clock::now() - start).count();
+      if (left <= 0) {
+        *why = "no gdaki bench client connected within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+        return {};
+      }
+    }
+    oob_socket c = accept_one(listener, left, why);
+    if (!c) {
+      if (timeout_s > 0 && std::chrono::duration<double>(clock::now() - start).count() >= timeout_s) {
+        *why = "no gdaki bench client connected within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+      }
+      return {};
+    }
+    const std::string from = peer_name(c);
+    std::string refused;
+    const double hello_s = left > 0 ? std::min(left, hello_timeout_s) : hello_timeout_s;
+    if (exchange(c, hello, theirs, hello_s, &refused)) return c;
+    std::fprintf(stderr, "gdaki bench: refused a connection from %s (%s); still waiting for a client\n",
+                 from.c_str(), refused.c_str());
+  }
 }
 
 oob_socket connect_to(const std::string& host, uint16_t port, double timeout_s, std::string* why) {

@@ -35,6 +35,13 @@ oob_socket listen_on(uint16_t port, std::string* why);
 // Waits up to timeout_s (0 = forever) for one client.
 oob_socket accept_one(const oob_socket& listener, double timeout_s, std::string* why);
 
+// The server's wait: accepts until a client answers `hello` with the gdaki bench protocol
+// (its line in *theirs), within timeout_s (0 = forever). A connection that does not (a
+// port scanner, a stray nc, an HTTP probe) is refused with a line on stderr and the wait
+// goes on, so one stray connection does not end a server whose real client is yet to come.
+oob_socket accept_client(const oob_socket& listener, double timeout_s, const nlohmann::json& hello,
+                         nlohmann::json* theirs, std::string* why);
+
 // Connects to host:port within timeout_s; *why names the host and the cause when it fails
 // ("cannot reach 10.0.0.9:18515: Connection refused").
 oob_socket connect_to(const std::string& host, uint16_t port, double timeout_s, std::string* why);

@@ -17,6 +17,7 @@ command_fn add_devices(CLI::App& app);
 command_fn add_doctor(CLI::App& app);
 command_fn add_dump(CLI::App& app);
 command_fn add_bench(CLI::App& app);
+command_fn add_env(CLI::App& app);
 
 // Exit statuses shared by the subcommands.
 inline constexpr int exit_ok = 0;

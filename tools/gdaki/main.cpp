@@ -1,5 +1,5 @@
 // `gdaki`: the command-line tool. Parses the command line with CLI11 and runs the chosen
-// subcommand; one file per subcommand (devices.cpp, doctor.cpp, dump.cpp, bench*.cpp).
+// subcommand; one file per subcommand (devices.cpp, doctor.cpp, dump.cpp, bench*.cpp, env.cpp).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -24,11 +24,12 @@ int main(int argc, char** argv) {
       {"doctor", gdaki::tool::add_doctor(app)},
       {"dump", gdaki::tool::add_dump(app)},
       {"bench", gdaki::tool::add_bench(app)},
+      {"env", gdaki::tool::add_env(app)},
   };
 
   // CLI11 would only say "A subcommand is required" for a misspelt one: name it.
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    std::fprintf(stderr, "gdaki: unknown subcommand '%s' (devices, doctor, dump, bench; see gdaki --help)\n", argv[1]);
+    std::fprintf(stderr, "gdaki: unknown subcommand '%s' (devices, doctor, dump, bench, env; see gdaki --help)\n", argv[1]);
     return gdaki::tool::exit_usage;
   }
   try {

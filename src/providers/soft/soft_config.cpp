@@ -1,25 +1,13 @@
-// The soft provider's knobs (gdaki/providers/soft.hpp) and their environment variables.
-#include <cstdlib>
-#include <cstring>
+// The soft provider's knobs (gdaki/providers/soft.hpp) and their environment variables,
+// read through the GDAKI_* table (src/core/env_config.cpp): a malformed value throws.
 #include <mutex>
 
+#include "core/env_config.hpp"
 #include "gdaki/providers/soft.hpp"
 
 namespace gdaki::soft {
 
 namespace {
-uint32_t env_u32(const char* name, uint32_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long x = std::strtoul(v, &end, 10);
-  return (end != nullptr && *end == '\0') ? static_cast<uint32_t>(x) : fallback;
-}
-bool env_bool(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
-}
 
 std::mutex& cfg_mu() {
   static std::mutex m;
@@ -33,31 +21,26 @@ config& current() {
 
 config config_from_env() {
   config c;
-  c.devices = env_u32("GDAKI_SOFT_DEVICES", c.devices);
-  c.engine_threads = env_u32("GDAKI_SOFT_ENGINE_THREADS", c.engine_threads);
-  c.inline_exec = env_bool("GDAKI_SOFT_INLINE", c.inline_exec);
-  c.spin_us = env_u32("GDAKI_SOFT_SPIN_US", c.spin_us);
-  c.yield_us = env_u32("GDAKI_SOFT_YIELD_US", c.yield_us);
-  c.min_sleep_us = env_u32("GDAKI_SOFT_MIN_SLEEP_US", c.min_sleep_us);
-  c.max_sleep_us = env_u32("GDAKI_SOFT_MAX_SLEEP_US", c.max_sleep_us);
-  c.budget = env_u32("GDAKI_SOFT_BUDGET", c.budget);
-  c.timeout_cap_us = env_u32("GDAKI_SOFT_TIMEOUT_CAP_US", c.timeout_cap_us);
-  if (const char* w = std::getenv("GDAKI_SOFT_WIRE"); w != nullptr && *w != '\0') c.wire = w;
-  if (const char* l = std::getenv("GDAKI_SOFT_LISTEN"); l != nullptr && *l != '\0') c.listen_addr = l;
-  c.listen_port = env_u32("GDAKI_SOFT_LISTEN_PORT", c.listen_port);
-  c.wire_timeout_ms = env_u32("GDAKI_SOFT_WIRE_TIMEOUT_MS", c.wire_timeout_ms);
-  c.shm_single_copy_min = env_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
-  c.wire_window = env_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
-  c.wire_window_bytes = env_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
-  c.shm_map = env_bool("GDAKI_SOFT_SHM_MAP", c.shm_map);
-  if (const char* f = std::getenv("GDAKI_SOFT_SECRET_FILE"); f != nullptr) c.secret_file = f;
-  c.allow_other_users = env_bool("GDAKI_SOFT_ALLOW_OTHER_USERS", c.allow_other_users);
-  if (c.wire_timeout_ms == 0) c.wire_timeout_ms = 1;
-  if (c.wire_window == 0) c.wire_window = 1;
-  if (c.devices == 0) c.devices = 1;
-  if (c.engine_threads == 0) c.engine_threads = 1;
-  if (c.budget == 0) c.budget = 1;
-  if (c.min_sleep_us == 0) c.min_sleep_us = 1;
+  c.devices = env::read_u32("GDAKI_SOFT_DEVICES", c.devices);
+  c.engine_threads = env::read_u32("GDAKI_SOFT_ENGINE_THREADS", c.engine_threads);
+  c.inline_exec = env::read_bool("GDAKI_SOFT_INLINE", c.inline_exec);
+  c.spin_us = env::read_u32("GDAKI_SOFT_SPIN_US", c.spin_us);
+  c.yield_us = env::read_u32("GDAKI_SOFT_YIELD_US", c.yield_us);
+  c.min_sleep_us = env::read_u32("GDAKI_SOFT_MIN_SLEEP_US", c.min_sleep_us);
+  c.max_sleep_us = env::read_u32("GDAKI_SOFT_MAX_SLEEP_US", c.max_sleep_us);
+  c.budget = env::read_u32("GDAKI_SOFT_BUDGET", c.budget);
+  c.timeout_cap_us = env::read_u32("GDAKI_SOFT_TIMEOUT_CAP_US", c.timeout_cap_us);
+  c.wire = env::read_choice("GDAKI_SOFT_WIRE", c.wire);
+  c.listen_addr = env::read_text("GDAKI_SOFT_LISTEN", c.listen_addr);
+  c.listen_port = env::read_u32("GDAKI_SOFT_LISTEN_PORT", c.listen_port);
+  c.wire_timeout_ms = env::read_u32("GDAKI_SOFT_WIRE_TIMEOUT_MS", c.wire_timeout_ms);
+  c.shm_single_copy_min = env::read_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
+  c.wire_window = env::read_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
+  c.wire_window_bytes = env::read_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
+  c.shm_map = env::read_bool("GDAKI_SOFT_SHM_MAP", c.shm_map);
+  c.secret_file = env::read_text("GDAKI_SOFT_SECRET_FILE", c.secret_file);
+  c.allow_other_users = env::read_bool("GDAKI_SOFT_ALLOW_OTHER_USERS", c.allow_other_users);
+  // The table's ranges keep the rest at least 1; the sleeps are related to each other.
   if (c.max_sleep_us < c.min_sleep_us) c.max_sleep_us = c.min_sleep_us;
   return c;
 }
