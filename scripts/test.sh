@@ -25,15 +25,35 @@ run_preset() {
   ctest --preset "$preset" -j "$jobs" "$@"
 }
 
+# A sanitizer pass builds only the executables of the labels it runs (tests/CMakeLists.txt
+# makes a gdaki_label_<label> target per label): no tool, bench, fuzzers or mlx5 tests.
+run_labels() {
+  local preset=$1 labels=$2; shift 2
+  local targets=()
+  IFS='|' read -ra names <<<"$labels"
+  for l in "${names[@]}"; do targets+=("gdaki_label_$l"); done
+  echo "=== [$preset] configure + build ${targets[*]}"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}"
+  echo "=== [$preset] ctest -L '$labels' $*"
+  ctest --preset "$preset" -j "$jobs" -L "$labels" "$@"
+}
+
+SECONDS=0
 run_preset release
+echo "=== [release] pass took ${SECONDS}s"
 if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
-  run_preset asan-ubsan -L 'unit|core|soft|device|proxy|wire|security' -LE 'install'
+  SECONDS=0
+  run_labels asan-ubsan 'unit|core|soft|device|proxy|wire|security' -LE 'install'
+  echo "=== [asan-ubsan] pass took ${SECONDS}s"
+  SECONDS=0
   # Not under TSan: the wire failure tests fork a process that already runs threads, which
   # TSan cannot follow ("starting new threads after multi-threaded fork is not
   # supported"), and the idle-CPU test measures the release build's cost, not TSan's. The
   # wire fault stress (labels stress + wire) starts peer processes and kills them; the
   # stress label keeps it out already, the name keeps it out if its labels change.
-  run_preset tsan -L 'unit|core|soft|device|proxy|wire' -LE 'install|stress' -E 'soft_idle|wire_failures|wire_fault_stress'
+  run_labels tsan 'unit|core|soft|device|proxy|wire' -LE 'install|stress' -E 'soft_idle|wire_failures|wire_fault_stress'
+  echo "=== [tsan] pass took ${SECONDS}s"
 fi
 
 # --- aarch64 pass ------------------------------------------------------------------------
@@ -47,6 +67,7 @@ fi
 # back-off costs emulator work too (4.3% measured on 2026-12-04: a figure for qemu, not
 # for gdaki). It runs in the release pass.
 if [[ "${GDAKI_TEST_AARCH64:-1}" != 0 ]]; then
+  SECONDS=0
   aarch64_labels='unit|soft|device|core'
   for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
     command -v "$tool" >/dev/null || { echo "test.sh: aarch64 pass needs $tool (scripts/install-deps.sh)" >&2; exit 1; }
@@ -67,5 +88,6 @@ print("\n".join(sorted({os.path.basename(c[3]) for c in cmds if os.path.basename
         "-DEXPECT=dmb +oshst;dsb +st" -P cmake/check-barriers.cmake
   echo "=== [aarch64] ctest -L '$aarch64_labels' under qemu-user"
   ctest --preset aarch64 -j "$jobs" -L "$aarch64_labels" -LE install -E 'soft_idle'
+  echo "=== [aarch64] pass took ${SECONDS}s"
 fi
 echo "test.sh: all test passes green"
