@@ -43,11 +43,7 @@ namespace detail {
 // later CQE, so the slot was not reused and the value is right. The discarded reads race
 // with the poster's plain WQE stores by design, so ThreadSanitizer is told to skip this
 // one function (found by the device tests under TSan: tests/device).
-#if defined(__SANITIZE_THREAD__) && !defined(__CUDACC__)
-#define GDAKI_SPECULATIVE_READ __attribute__((no_sanitize("thread")))
-#else
-#define GDAKI_SPECULATIVE_READ
-#endif
+// (GDAKI_SPECULATIVE_READ: cq.hpp.)
 struct wqe_size_peek {
   const qp_handle* qp;
   uint64_t first = 0;
