@@ -151,7 +151,7 @@ int main() try {
   gdaki::export_options eo;
   eo.initiator = gpu ? gdaki::initiator::gpu : gdaki::initiator::cpu;
   gdaki::exported_qp exported(a, &cqh[0], &cqh[1], eo);
-  if (exported.handle().backend == dev::qp_backend::direct) {  // GPU threads ring this QP themselves
+  if (exported.host_view().backend == dev::qp_backend::direct) {  // GPU threads ring this QP themselves
     mem.make_visible(exported.nic_handle().dbrec, sizeof(*exported.nic_handle().dbrec), "QP doorbell record");
     mem.make_visible(exported.nic_handle().uar_db, 8, "doorbell register");
   }

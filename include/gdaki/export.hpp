@@ -87,9 +87,15 @@ struct export_options {
 };
 
 // One exported QP and the machinery its backend needs (ring, poster, CPU service), owned
-// together so they live exactly as long as the handle. Memory the initiators touch (the
-// handle, the proxy ring) is ordinary host memory for CPU initiators and host-pinned,
-// GPU-mapped memory (cuMemHostAlloc, CUDA driver loaded at run time) for GPU initiators.
+// together so they live exactly as long as the handle. Where what initiators touch lives
+// (docs/memory-ordering.md, "Every shared word"):
+//   - CPU initiators: the handle and the proxy ring in ordinary host memory;
+//   - GPU initiators: the QP handle, the proxy ring handle and the ring's producer words in
+//     GPU memory (cuMemAlloc; where DOCA keeps a QP's device handle): only GPU threads
+//     touch their counters, at GPU scope (arch::local). The words a CPU thread also
+//     reaches (the proxy ring's slots, its proxy line and completion counters) are in
+//     host-pinned, GPU-mapped memory (cuMemHostAlloc). The CUDA driver is loaded at run
+//     time; the calling thread needs a current CUDA context.
 class exported_qp {
  public:
   // Exports q (in any state; the data path checks state through CQEs) whose send / receive
@@ -101,11 +107,17 @@ class exported_qp {
   exported_qp& operator=(const exported_qp&) = delete;
   ~exported_qp();  // stops the CPU service (open waits then settle io_error / closed)
 
-  // The handle initiators post through (device/ops.hpp). With GPU initiators it lives in
-  // host-pinned memory whose device address is the same pointer (unified addressing).
+  // The handle initiators post through (device/ops.hpp): pass &handle() to them. With GPU
+  // initiators it is in GPU memory: the host must not read or write it (use host_view()).
   dev::qp_handle& handle();
+  // The handle as exported, readable on the host: geometry, backend, doorbell mode. For
+  // CPU initiators this is handle() itself; for GPU initiators a copy whose counters are
+  // not live (the live ones are in GPU memory).
+  const dev::qp_handle& host_view() const;
+  bool handle_in_gpu_memory() const;
   // With the proxy backend: the QP's own direct handle, which the proxy thread posts on
-  // (its counters and error latch are where WQE-level state shows). Otherwise handle().
+  // (its counters and error latch are where WQE-level state shows). Otherwise
+  // host_view() (the doorbell record and register addresses the provider gave).
   dev::qp_handle& nic_handle();
   const backend_choice& choice() const;
 

@@ -68,13 +68,60 @@ class initiator_memory {
   void* ptr_ = nullptr;
 };
 
+// GPU memory for what only GPU threads touch: the QP handle (its counters are posters'
+// words, arch::local) and, for the proxy backend, the ring handle and the ring's producer
+// words. The host writes it once at export (cuMemcpyHtoD) and never again.
+class device_memory {
+ public:
+  device_memory(size_t bytes, const std::string& label) {
+    std::string why;
+    api_ = gpu::cuda_driver(&why);
+    if (api_ == nullptr) {
+      throw error(status::not_supported, label + ": export for GPU initiators needs the CUDA driver: " + why);
+    }
+    if (const gpu::cu::result r = api_->mem_alloc(&ptr_, round64(bytes)); r != gpu::cu::success) {
+      ptr_ = 0;
+      throw error(status::no_memory, label + ": export: cuMemAlloc(" + std::to_string(bytes) +
+                                         " bytes) for the device handle failed: " + gpu::describe(api_, r) +
+                                         " (is a CUDA context current on this thread?)");
+    }
+    if (const gpu::cu::result r = api_->memset_d8(ptr_, 0, round64(bytes)); r != gpu::cu::success) {
+      (void)api_->mem_free(ptr_);
+      ptr_ = 0;
+      throw error(status::io_error, label + ": export: cuMemsetD8 of the device handle failed: " + gpu::describe(api_, r));
+    }
+  }
+  device_memory(const device_memory&) = delete;
+  device_memory& operator=(const device_memory&) = delete;
+  ~device_memory() {
+    if (ptr_ != 0) (void)api_->mem_free(ptr_);
+  }
+  uint8_t* data() const { return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(ptr_)); }
+  void write(size_t offset, const void* src, size_t bytes, const std::string& label) const {
+    if (const gpu::cu::result r = api_->memcpy_htod(ptr_ + offset, src, bytes); r != gpu::cu::success) {
+      throw error(status::io_error, label + ": export: copying the handle to GPU memory failed: " + gpu::describe(api_, r));
+    }
+  }
+
+ private:
+  const gpu::cuda_driver_api* api_ = nullptr;
+  gpu::cu::deviceptr ptr_ = 0;
+};
+
 }  // namespace
 
 struct exported_qp::impl {
   backend_choice choice;
   bool own_thread = true;
-  std::optional<initiator_memory> mem;  // [handle][ring_handle][ring]
-  dev::qp_handle* handle = nullptr;     // in mem
+  bool gpu = false;
+  // CPU initiators: [handle][ring_handle][ring] in host memory. GPU initiators: the proxy
+  // ring's shared parts (proxy line, slots, counters) in host-pinned memory; the rest in
+  // `device` (docs/memory-ordering.md, "Every shared word").
+  std::optional<initiator_memory> mem;
+  std::optional<device_memory> device;  // GPU: [handle][ring_handle][producer words]
+  dev::qp_handle* handle = nullptr;     // where initiators reach it (in mem or device)
+  dev::qp_handle view{};                // GPU: the handle as exported (host copy)
+  proxy::ring_handle ring{};            // proxy: the ring as the proxy thread sees it
   dev::qp_handle nic{};                 // proxy: the QP's direct handle, the poster's
   std::unique_ptr<proxy::wqe_poster> poster;
   std::unique_ptr<proxy::proxy_service> proxy;
@@ -95,6 +142,7 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   impl& s = *impl_;
   s.choice = choose_backend(in, opt.backend);
   s.own_thread = opt.own_thread;
+  s.gpu = opt.initiator == initiator::gpu;
   const bool proxy_backend = s.choice.backend == dev::qp_backend::proxy;
   if (proxy_backend && (opt.log2_ring_slots < proxy::ring_min_log2 || opt.log2_ring_slots > proxy::ring_max_log2)) {
     throw error(status::invalid, r.label + ": export: log2_ring_slots " + std::to_string(opt.log2_ring_slots) +
@@ -104,8 +152,22 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   const size_t handle_bytes = round64(sizeof(dev::qp_handle));
   const size_t ring_handle_bytes = round64(sizeof(proxy::ring_handle));
   const size_t ring_bytes = proxy_backend ? proxy::ring_bytes(opt.log2_ring_slots, 1) : 0;
-  s.mem.emplace(opt.initiator, handle_bytes + (proxy_backend ? ring_handle_bytes + ring_bytes : 0), r.label);
-  s.handle = new (s.mem->data()) dev::qp_handle{};
+  // Where the handle (and, for the proxy, the ring handle and producer words) live.
+  uint8_t* ring_mem = nullptr;  // the ring's shared parts
+  if (s.gpu) {
+    s.device.emplace(handle_bytes + (proxy_backend ? ring_handle_bytes + sizeof(proxy::ring_control) : 0), r.label);
+    if (proxy_backend) {
+      s.mem.emplace(opt.initiator, ring_bytes, r.label);
+      ring_mem = s.mem->data();
+    }
+    s.handle = reinterpret_cast<dev::qp_handle*>(s.device->data());
+  } else {
+    s.mem.emplace(opt.initiator, handle_bytes + (proxy_backend ? ring_handle_bytes + ring_bytes : 0), r.label);
+    s.handle = new (s.mem->data()) dev::qp_handle{};
+    ring_mem = s.mem->data() + handle_bytes + ring_handle_bytes;
+  }
+  // Built on the host, then placed: s.view for GPU initiators, the handle itself for CPU.
+  dev::qp_handle& h = s.gpu ? s.view : *s.handle;
 
   verbs::qp_export_options xo;
   xo.db_mode = s.choice.db_mode;
@@ -113,12 +175,13 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   // for the CPU services below; GPU threads never call it.
   xo.host_hook = opt.initiator == initiator::cpu || proxy_backend;
   if (!proxy_backend) {
-    *s.handle = q.export_handle(send_cq, recv_cq, xo);
-    s.handle->scratch_addr = opt.scratch_addr;
-    s.handle->scratch_lkey = opt.scratch_lkey;
+    h = q.export_handle(send_cq, recv_cq, xo);
+    h.scratch_addr = opt.scratch_addr;
+    h.scratch_lkey = opt.scratch_lkey;
+    if (s.gpu) s.device->write(0, &h, sizeof(h), r.label);
     if (s.choice.db_mode == dev::doorbell_mode::cpu_assisted) {
       s.doorbells = std::make_unique<proxy::doorbell_service>();
-      const status st = s.doorbells->add(*s.handle);
+      const status st = s.doorbells->add(h);  // reads the record and register addresses only
       if (st != status::ok) throw error(st, r.label + ": export: the doorbell service cannot watch this QP");
       if (s.own_thread) (void)s.doorbells->start();
     }
@@ -129,12 +192,27 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   s.nic = q.export_handle(send_cq, recv_cq, xo);
   s.nic.scratch_addr = opt.scratch_addr;
   s.nic.scratch_lkey = opt.scratch_lkey;
-  auto* rh = new (s.mem->data() + handle_bytes) proxy::ring_handle{};
-  const status st = proxy::ring_init(s.mem->data() + handle_bytes + ring_handle_bytes, ring_bytes, opt.log2_ring_slots, 1, rh);
+  proxy::ring_parts parts{};
+  parts.proxy_words = reinterpret_cast<proxy::ring_control*>(ring_mem);
+  parts.slots = reinterpret_cast<proxy::descriptor*>(ring_mem + sizeof(proxy::ring_control));
+  parts.counters = reinterpret_cast<uint64_t*>(ring_mem + sizeof(proxy::ring_control) +
+                                               (size_t{1} << opt.log2_ring_slots) * sizeof(proxy::descriptor));
+  // GPU producers keep their words (reserved, taken) in GPU memory: nobody else reads them.
+  parts.producer_words =
+      s.gpu ? reinterpret_cast<proxy::ring_control*>(s.device->data() + handle_bytes + ring_handle_bytes) : nullptr;
+  const status st = proxy::ring_init_parts(parts, opt.log2_ring_slots, 1, &s.ring);
   if (st != status::ok) throw error(st, r.label + ": export: cannot lay out the proxy ring");
+  proxy::ring_handle* rh = nullptr;
+  if (s.gpu) {
+    const proxy::ring_control prod = proxy::ring_initial_producer_words();
+    s.device->write(handle_bytes + ring_handle_bytes, &prod, sizeof(prod), r.label);
+    s.device->write(handle_bytes, &s.ring, sizeof(s.ring), r.label);
+    rh = reinterpret_cast<proxy::ring_handle*>(s.device->data() + handle_bytes);
+  } else {
+    rh = new (s.mem->data() + handle_bytes) proxy::ring_handle{s.ring};
+  }
   s.poster = std::make_unique<proxy::wqe_poster>(std::vector<dev::qp_handle*>{&s.nic});
-  s.proxy = std::make_unique<proxy::proxy_service>(*rh, *s.poster, opt.proxy);
-  dev::qp_handle& h = *s.handle;
+  s.proxy = std::make_unique<proxy::proxy_service>(s.ring, *s.poster, opt.proxy);
   h.backend = dev::qp_backend::proxy;
   h.proxy_ring = rh;
   h.proxy_peer = 0;
@@ -147,6 +225,7 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   h.scratch_addr = s.nic.scratch_addr;
   h.scratch_lkey = s.nic.scratch_lkey;
   h.err_state = dev::no_error_state;
+  if (s.gpu) s.device->write(0, &h, sizeof(h), r.label);
   if (s.own_thread) (void)s.proxy->start();
 }
 
@@ -155,7 +234,7 @@ exported_qp::~exported_qp() {
   if (impl_->proxy) impl_->proxy->stop();
   if (impl_->doorbells) {
     impl_->doorbells->stop();
-    (void)impl_->doorbells->remove(*impl_->handle);
+    (void)impl_->doorbells->remove(impl_->gpu ? impl_->view : *impl_->handle);
   }
   impl_->proxy.reset();
   impl_->doorbells.reset();
@@ -163,8 +242,13 @@ exported_qp::~exported_qp() {
 
 dev::qp_handle& exported_qp::handle() { return *impl_->handle; }
 
+const dev::qp_handle& exported_qp::host_view() const { return impl_->gpu ? impl_->view : *impl_->handle; }
+
+bool exported_qp::handle_in_gpu_memory() const { return impl_->gpu; }
+
 dev::qp_handle& exported_qp::nic_handle() {
-  return impl_->choice.backend == dev::qp_backend::proxy ? impl_->nic : *impl_->handle;
+  if (impl_->choice.backend == dev::qp_backend::proxy) return impl_->nic;
+  return impl_->gpu ? impl_->view : *impl_->handle;
 }
 
 const backend_choice& exported_qp::choice() const { return impl_->choice; }

@@ -82,6 +82,8 @@ status load_cuda_driver(cuda_driver_api& out, std::string& message) {
           missing_required, core);
   resolve(spec, lib, api.pointer_get_attribute, "cuPointerGetAttribute", missing_required, core);
   resolve(spec, lib, api.memset_d8, "cuMemsetD8_v2", missing_required, core);
+  resolve(spec, lib, api.memcpy_htod, "cuMemcpyHtoD_v2", missing_required, core);
+  resolve(spec, lib, api.memcpy_dtoh, "cuMemcpyDtoH_v2", missing_required, core);
   if (!missing_required.empty()) {
     message = missing_required.front() + "; " + spec.disables + "; " + spec.remedy;
     return status::not_supported;

@@ -71,6 +71,10 @@ struct cuda_driver_api {
   // cuMemsetD8_v2: initialises GPU-resident CQ rings (every op_own to 0xF1) without a CPU
   // store into GPU memory.
   cu::result (*memset_d8)(cu::deviceptr ptr, unsigned char value, size_t count);
+  // cuMemcpyHtoD_v2 / cuMemcpyDtoH_v2: an exported QP handle for GPU initiators lives in
+  // GPU memory (export.hpp); the host writes it once and reads it back for inspection.
+  cu::result (*memcpy_htod)(cu::deviceptr dst, const void* src, size_t bytes);
+  cu::result (*memcpy_dtoh)(void* dst, cu::deviceptr src, size_t bytes);
   // Optional: CUDA 11.7+ drivers. Null means GPU memory cannot be exported as a dma-buf.
   cu::result (*mem_get_handle_for_address_range)(void* handle, cu::deviceptr ptr, size_t bytes,
                                                   int handle_type, unsigned long long flags);

@@ -3,7 +3,9 @@
 // (initiator = gpu) on the backend asked for. What GPU threads touch is in memory they can
 // reach: A's SQ and RQ rings, both of A's CQ rings and the CQ handles in cudaHostAlloc'd
 // (mapped) memory; the doorbell record and doorbell page the provider allocated are
-// cudaHostRegister'ed; the exported handle is where the export put it (host-pinned today).
+// cudaHostRegister'ed; the exported QP handle is where the export puts it (GPU memory), and
+// the CQ handles (whose claim counters only GPU threads touch) are copied to GPU memory too,
+// except for the proxy backend, whose CPU thread polls the CQs.
 // Compiled by nvcc as part of gpu_scenarios.cu (host code only).
 #pragma once
 
@@ -86,6 +88,7 @@ struct gpu_loopback {
   verbs::cq a_send, a_recv, b_send, b_recv;
   verbs::qp a, b;
   pinned_block cq_handles{2 * sizeof(dev::cq_handle)};
+  dev::cq_handle* cq_handles_on_gpu = nullptr;  // cudaMalloc'd copy (not for the proxy)
   gpu_buffer src{pd_a, buffer_bytes, verbs::access::local_write};
   gpu_buffer result{pd_a, 1u << 16, verbs::access::local_write};
   gpu_buffer scratch{pd_a, 64, verbs::access::local_write};
@@ -135,18 +138,35 @@ struct gpu_loopback {
     o.initiator = initiator::gpu;
     o.scratch_addr = scratch.addr();
     o.scratch_lkey = scratch.mr.lkey();
-    exported = std::make_unique<exported_qp>(a, &cqh[0], &cqh[1], o);
+    backend_inputs in;
+    in.provider = "soft";
+    in.initiator = initiator::gpu;
+    dev::cq_handle* cqs = cqh;
+    if (choose_backend(in, backend).backend != dev::qp_backend::proxy) {
+      cuda_check(cudaMalloc(&cq_handles_on_gpu, 2 * sizeof(dev::cq_handle)), "cudaMalloc CQ handles");
+      cuda_check(cudaMemcpy(cq_handles_on_gpu, cqh, 2 * sizeof(dev::cq_handle), cudaMemcpyHostToDevice),
+                 "CQ handles to GPU memory");
+      cqs = cq_handles_on_gpu;
+    }
+    exported = std::make_unique<exported_qp>(a, &cqs[0], &cqs[1], o);
 
     // The QP behind the handle (the proxy's own, for the proxy backend): its doorbell
     // record and doorbell page are provider memory the GPU must reach when GPU threads
     // post on it directly.
     const dev::qp_handle& nic = exported->nic_handle();
-    if (exported->handle().backend == dev::qp_backend::direct) {
+    if (exported->host_view().backend == dev::qp_backend::direct) {
       make_gpu_visible(nic.dbrec, sizeof(*nic.dbrec), "QP doorbell record");
       if (nic.uar_db != nullptr) make_gpu_visible(nic.uar_db, 8, "doorbell register");
     }
     for (size_t i = 0; i < buffer_bytes; ++i) src.bytes()[i] = static_cast<uint8_t>(i * 7 + 3);
   }
+
+  ~gpu_loopback() {
+    exported.reset();  // its services stop before the CQ handles go
+    if (cq_handles_on_gpu != nullptr) cudaFree(cq_handles_on_gpu);
+  }
+  gpu_loopback(const gpu_loopback&) = delete;
+  gpu_loopback& operator=(const gpu_loopback&) = delete;
 
   dev::qp_handle* handle() { return &exported->handle(); }
 };

@@ -144,11 +144,12 @@ void run_rate(gpu_loopback& lb, kernel_report* rep, const std::string& name, boo
 void run_backend(backend_request backend, const std::string& name) {
   std::printf("==== backend %s\n", name.c_str());
   gpu_loopback lb(backend);
-  const dev::qp_handle& h = *lb.handle();
   cudaPointerAttributes at{};
-  cuda_check(cudaPointerGetAttributes(&at, &h), "handle attributes");
-  std::printf("  export chose %s (%s); handle in %s memory\n", lb.exported->choice().name.c_str(),
-              lb.exported->choice().reason.c_str(), at.type == cudaMemoryTypeDevice ? "GPU" : "host-pinned");
+  cuda_check(cudaPointerGetAttributes(&at, lb.handle()), "handle attributes");
+  std::printf("  export chose %s (%s); QP handle in %s memory, CQ handles in %s memory\n",
+              lb.exported->choice().name.c_str(), lb.exported->choice().reason.c_str(),
+              at.type == cudaMemoryTypeDevice ? "GPU" : "host-pinned", lb.cq_handles_on_gpu ? "GPU" : "host-pinned");
+  check(at.type == cudaMemoryTypeDevice, name + ": the export placed the QP handle in GPU memory");
   kernel_report* rep = nullptr;
   cuda_check(cudaMalloc(&rep, sizeof(kernel_report)), "cudaMalloc report");
   cuda_check(cudaMemset(rep, 0, sizeof(kernel_report)), "report reset");

@@ -241,7 +241,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(exported_qp, gpu_initiators_without_the_cuda_driver_fail_naming_the_cause) {
-  // No libcuda here (or GDAKI_LIBCUDA pointing nowhere): host-pinned memory is impossible.
+  // No libcuda here (or GDAKI_LIBCUDA pointing nowhere): the GPU-memory handle is impossible.
   setenv("GDAKI_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
   pair_world w;
   gdaki::export_options o = w.options(backend_request::automatic, true);
@@ -251,7 +251,7 @@ TEST(exported_qp, gpu_initiators_without_the_cuda_driver_fail_naming_the_cause) 
     GTEST_SKIP() << "a CUDA driver is loaded in this process; the missing-driver path cannot be shown";
   } catch (const gdaki::error& e) {
     EXPECT_EQ(e.code(), gdaki::status::not_supported);
-    EXPECT_NE(std::string(e.what()).find("host-pinned memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs the CUDA driver"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("qp"), std::string::npos) << e.what();
   }
 }

@@ -283,6 +283,155 @@ GDAKI_HD GDAKI_FORCEINLINE bool compare_swap(uint32_t* p, uint32_t expected, uin
 }
 
 // ---------------------------------------------------------------------------------------
+// arch::local: the same loads, stores and read-modify-writes for words that only the
+// initiators of one export touch (the posters' counters of a QP or CQ handle: reserved,
+// ready, rung, the doorbell lock, completed, the error latch, the CQ's claim counter), never
+// the NIC, a CPU service or the other side of PCIe (docs/memory-ordering.md, "Every shared
+// word"). On the GPU they run at GPU scope (.gpu), which stays in the GPU's L2 instead of
+// crossing to the system's coherence point; with the handle in GPU memory (export.hpp:
+// GPU initiators) that is where the words live. On the host they are the system-scope
+// operations above: CPU initiators are one coherence domain. A word the NIC or a CPU
+// service reads (the doorbell records, the doorbell, CQEs, the proxy ring's shared lines)
+// keeps the system-scope functions.
+// Ordering across scopes: a poster's WQE stores reach the NIC through sq_submit's
+// fence_to_device + store_release(.sys) of the doorbell record by whichever thread rings;
+// that thread acquired `ready` at GPU scope from the writers, and PTX causality order is
+// transitive across morally-strong operations of different scopes (PTX ISA, "Memory
+// Consistency Model": base causality order), so the release at system scope covers the
+// other posters' stores it observed.
+// ---------------------------------------------------------------------------------------
+namespace local {
+
+GDAKI_HD GDAKI_FORCEINLINE uint32_t load_acquire(const uint32_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return arch::load_acquire(p);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t load_acquire(const uint64_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return arch::load_acquire(p);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint32_t load_relaxed(const uint32_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return arch::load_relaxed(p);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t load_relaxed(const uint64_t* p) {
+#if GDAKI_DEVICE_PASS
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return arch::load_relaxed(p);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_release(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  arch::store_release(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_release(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.release.gpu.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  arch::store_release(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_relaxed(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.relaxed.gpu.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  arch::store_relaxed(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE void store_relaxed(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  arch::store_relaxed(p, v);
+#endif
+}
+// Read-modify-writes with acquire-release order at GPU scope (the host half is acq_rel).
+GDAKI_HD GDAKI_FORCEINLINE uint64_t fetch_add(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  return arch::fetch_add(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint32_t fetch_add(uint32_t* p, uint32_t v) {
+#if GDAKI_DEVICE_PASS
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+#else
+  return arch::fetch_add(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t fetch_max(uint64_t* p, uint64_t v) {
+#if GDAKI_DEVICE_PASS
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.global.max.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  return arch::fetch_max(p, v);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE bool compare_swap(uint64_t* p, uint64_t expected, uint64_t desired) {
+#if GDAKI_DEVICE_PASS
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old)
+               : "l"(p), "l"(expected), "l"(desired)
+               : "memory");
+  return old == expected;
+#else
+  return arch::compare_swap(p, expected, desired);
+#endif
+}
+GDAKI_HD GDAKI_FORCEINLINE bool compare_swap(uint32_t* p, uint32_t expected, uint32_t desired) {
+#if GDAKI_DEVICE_PASS
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old)
+               : "l"(p), "r"(expected), "r"(desired)
+               : "memory");
+  return old == expected;
+#else
+  return arch::compare_swap(p, expected, desired);
+#endif
+}
+
+// Store->load between initiators (sq_submit's combining hand-off): every earlier store
+// of this thread is visible to the other initiators before any later load of it.
+GDAKI_HD GDAKI_FORCEINLINE void fence_full() {
+#if GDAKI_DEVICE_PASS
+  asm volatile("fence.sc.gpu;" ::: "memory");
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
+
+}  // namespace local
+
+// ---------------------------------------------------------------------------------------
 // Waiting
 // ---------------------------------------------------------------------------------------
 

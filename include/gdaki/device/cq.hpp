@@ -121,13 +121,13 @@ GDAKI_HD inline void cq_publish_ci(cq_handle& cq, uint64_t next) {
 template <typename Peek>
 GDAKI_HD inline status cq_poll_one(cq_handle& cq, completion* out, uint64_t* position, Peek& peek) {
   for (;;) {
-    const uint64_t ci = arch::load_acquire(&cq.ci);
+    const uint64_t ci = arch::local::load_acquire(&cq.ci);
     uint32_t tail;
     if (!cqe_ready(cq, ci, &tail)) return status::again;
     const prm::cqe64* cqe = cq.cqes + (ci & (cqe_count(cq) - 1));
     decode_cqe(cqe, tail, out);
     peek(*out);
-    if (arch::compare_swap(&cq.ci, ci, ci + 1)) {
+    if (arch::local::compare_swap(&cq.ci, ci, ci + 1)) {
       cq_publish_ci(cq, ci + 1);
       *position = ci;
       return status::ok;

@@ -86,7 +86,7 @@ GDAKI_HD inline op_error last_error(const qp_handle& qp) {
     if (proxy::ring_error(*qp.proxy_ring, &pos) == status::ok) return op_error{prm::syndrome::none, no_error_index};
     return op_error{prm::syndrome::local_qp_op, pos};
   }
-  const uint64_t st = arch::load_acquire(&qp.err_state);
+  const uint64_t st = arch::local::load_acquire(&qp.err_state);
   return op_error{err_syndrome_of(st), err_index_of(st)};
 }
 
@@ -117,7 +117,7 @@ GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb) {
   if constexpr (S == sharing::exclusive) {
     // Sole poster: ready is ours alone, no ordering wait. The release still carries the
     // WQE bytes to whichever thread reads ready (sq_submit acquires it).
-    arch::store_release(&qp.sq_ready, start + nbb);
+    arch::local::store_release(&qp.sq_ready, start + nbb);
     sq_submit<false>(qp);
     return start + nbb;
   } else {
@@ -131,7 +131,7 @@ template <typename Scope, sharing S, typename Build>
 GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
   if constexpr (std::is_same_v<Scope, scope_thread>) {
     if (nbb == 0) {
-      *ticket = arch::load_acquire(&qp.sq_ready);
+      *ticket = arch::local::load_acquire(&qp.sq_ready);
       return status::ok;
     }
     if (nbb > sq_wqebbs(qp)) return status::invalid;
@@ -161,7 +161,7 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
     base = packed >> 8;
     const auto result = static_cast<status>(packed & 0xff);
     if (total == 0) {
-      *ticket = arch::load_acquire(&qp.sq_ready);
+      *ticket = arch::local::load_acquire(&qp.sq_ready);
       return status::ok;
     }
     if (result != status::ok) return result;
@@ -203,7 +203,7 @@ template <typename Build>
 GDAKI_HD inline status post_proxy(qp_handle& qp, uint32_t n, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
   proxy::ring_handle& r = *qp.proxy_ring;
   if (n == 0) {
-    *ticket = proxy_ticket(qp, arch::load_acquire(&r.ctl->reserved));
+    *ticket = proxy_ticket(qp, proxy::ring_reserved(r));
     return status::ok;
   }
   uint32_t first = 0;

@@ -205,10 +205,10 @@ GDAKI_HD inline status ring_acquire(ring_handle& r, uint32_t n, uint32_t* first,
     // against this (possibly older) value is conservative.
     const uint32_t consumed = dev::arch::load_acquire(&r.ctl->consumed);
     // Cheap look first, so a full ring is not hammered with take-and-undo RMWs.
-    if (static_cast<int32_t>(consumed + cap - dev::arch::load_relaxed(&r.prod->taken)) >= static_cast<int32_t>(n)) {
-      const uint32_t before = dev::arch::fetch_add(&r.prod->taken, n);
+    if (static_cast<int32_t>(consumed + cap - dev::arch::local::load_relaxed(&r.prod->taken)) >= static_cast<int32_t>(n)) {
+      const uint32_t before = dev::arch::local::fetch_add(&r.prod->taken, n);
       if (static_cast<int32_t>(consumed + cap - (before + n)) >= 0) break;
-      dev::arch::fetch_add(&r.prod->taken, 0u - n);  // short: undo our take
+      dev::arch::local::fetch_add(&r.prod->taken, 0u - n);  // short: undo our take
     }
     // A stopped proxy never returns credits: do not wait for them. (A rejected
     // descriptor latches io_error but the ring keeps running; waiters on counters see it.)
@@ -222,13 +222,13 @@ GDAKI_HD inline status ring_acquire(ring_handle& r, uint32_t n, uint32_t* first,
   }
   // acq_rel: reservations form one RMW chain, so we also happen-after every earlier
   // reserver's credit check, the fact that guarantees our slot's previous lap was read.
-  *first = dev::arch::fetch_add(&r.prod->reserved, n);
+  *first = dev::arch::local::fetch_add(&r.prod->reserved, n);
   return status::ok;
 }
 
 // The next position a producer will be handed: everything below it is reserved (not
 // necessarily published). Producer side only (the proxy cannot read producer words).
-GDAKI_HD inline uint32_t ring_reserved(const ring_handle& r) { return dev::arch::load_acquire(&r.prod->reserved); }
+GDAKI_HD inline uint32_t ring_reserved(const ring_handle& r) { return dev::arch::local::load_acquire(&r.prod->reserved); }
 
 // Whether the proxy has stopped consuming (ring_close).
 GDAKI_HD inline bool ring_closed(const ring_handle& r) { return dev::arch::load_acquire(&r.ctl->closed) != 0; }
