@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -684,6 +685,19 @@ TEST(security, a_mapping_grant_cannot_shrink_the_owners_memory_and_is_read_only_
     EXPECT_EQ(ok.access, verbs::access::remote_read);
     EXPECT_EQ(::fcntl(fds[0], F_GETFL) & O_ACCMODE, O_RDONLY);
     EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0), MAP_FAILED) << "writable map of a read-only grant";
+    {
+      // Reopening the descriptor read-write (a process of the same user may) gains no
+      // write access either: the registration's file is sealed against it. Fails on the
+      // old code, where the reopened block was writable.
+      const int rw_fd = ::open(("/proc/self/fd/" + std::to_string(fds[0])).c_str(), O_RDWR | O_CLOEXEC);
+      if (rw_fd >= 0) {
+        EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw_fd, 0), MAP_FAILED)
+            << "writable map of a reopened read-only grant";
+        const uint8_t x = 0x99;
+        EXPECT_NE(::pwrite(rw_fd, &x, 1, 100), 1) << "write(2) into a read-only grant";
+        ::close(rw_fd);
+      }
+    }
     void* r = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fds[0], 0);
     ASSERT_NE(r, MAP_FAILED);
     EXPECT_EQ(static_cast<uint8_t*>(r)[100], canvas);
@@ -703,6 +717,68 @@ TEST(security, a_mapping_grant_cannot_shrink_the_owners_memory_and_is_read_only_
   }
   // The owner's memory is all there (a shrunk file would fault here) and unchanged.
   EXPECT_TRUE(std::all_of(shared, shared + victim_bytes, [](uint8_t b) { return b == canvas; }));
+  gdaki::soft::free_shared(shared);
+}
+
+TEST(security, a_peer_that_keeps_writing_through_its_mapping_after_deregistration_changes_no_byte) {
+  // A hostile peer of the job maps a writable grant, keeps the mapping (and the
+  // descriptor) and writes on after the owner deregistered. Fails on the old code, which
+  // granted a descriptor of the whole alloc_shared block: the file was larger than the
+  // registration and the peer's writes after dereg_mr landed in the owner's memory.
+  use_wire("shm");
+  victim v;
+  auto* shared = static_cast<uint8_t*>(gdaki::soft::alloc_shared(victim_bytes));
+  std::memset(shared, canvas, victim_bytes);
+  constexpr size_t reg_off = 16384, reg_len = 16384;
+  auto m = std::make_unique<verbs::mr>(v.pd, shared + reg_off, reg_len, verbs::access::all);
+  auto p = bound_pair(v, true);
+  ASSERT_GE(p->fd, 0);
+  wp::map_ok_body ok{};
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(map_request(*p, m->rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_ok));
+  ASSERT_GE(fds[0], 0);
+  struct stat st{};
+  ASSERT_EQ(::fstat(fds[0], &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), reg_len) << "the grant's file holds more than the registration";
+  ASSERT_EQ(ok.file_off % 4096, 0u);
+  auto* peer = static_cast<uint8_t*>(::mmap(nullptr, reg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+                                            static_cast<off_t>(ok.file_off)));
+  ASSERT_NE(peer, MAP_FAILED);
+  // The control: while registered, the peer's stores are the owner's bytes, both ways.
+  std::memset(peer, 0xee, reg_len);
+  EXPECT_TRUE(std::all_of(shared + reg_off, shared + reg_off + reg_len, [](uint8_t b) { return b == 0xee; }));
+  std::memset(shared + reg_off, canvas, reg_len);
+  EXPECT_EQ(peer[0], canvas);
+  m.reset();
+  // After dereg_mr: writes through the old mapping, and through a new one made from the
+  // descriptor the peer kept.
+  std::memset(peer, 0x77, reg_len);
+  auto* again = static_cast<uint8_t*>(::mmap(nullptr, reg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+                                             static_cast<off_t>(ok.file_off)));
+  if (again != MAP_FAILED) {
+    std::memset(again, 0x66, reg_len);
+    ::munmap(again, reg_len);
+  }
+  EXPECT_TRUE(std::all_of(shared, shared + victim_bytes, [](uint8_t b) { return b == canvas; }))
+      << "a write through a mapping kept after deregistration reached the owner";
+  // The owner's memory is still its own and writable, and the peer no longer sees it.
+  shared[reg_off] = 0x01;
+  EXPECT_NE(peer[0], 0x01);
+  ::munmap(peer, reg_len);
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  // A registration that does not start and end on a page boundary is never mapped (the
+  // page would carry bytes outside it); an honest peer still reaches it by requests.
+  {
+    verbs::mr odd(v.pd, shared + 100, 4000, verbs::access::all);
+    auto q = bound_pair(v, true);
+    int ofds[2] = {-1, -1};
+    EXPECT_EQ(map_request(*q, odd.rkey(), &ok, ofds), static_cast<uint8_t>(wp::ftype::map_nak));
+    for (int fd : ofds) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
   gdaki::soft::free_shared(shared);
 }
 

@@ -773,7 +773,8 @@ struct server_xfer {
 
 bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline) {
   // The same checks a request to this MR would pass, except the range: the peer gets the
-  // whole MR and checks bounds itself, as the rkey lets it address the whole MR anyway.
+  // whole MR (its own memfd, nothing else: design.md 19) and checks bounds itself, as the
+  // rkey lets it address the whole MR anyway.
   map_ok_body ok{};
   int fds[2] = {-1, -1};
   bool granted = false;
@@ -793,7 +794,7 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
         // A grant without remote write gets a read-only descriptor (and the requester maps
         // it read-only), so even a stray write of the peer cannot reach the memory.
         const bool writable = (access & verbs::access::remote_write) != 0;
-        if (access != 0 && shm::find_shared(e->addr, e->length, writable, &fds[0], &off)) {
+        if (access != 0 && shm::registration_file(rkey, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           if (fds[1] >= 0 && shm::grant(rkey)) {
             q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
