@@ -14,12 +14,15 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
@@ -816,49 +819,95 @@ TEST(security, the_handshake_costs_about_one_round_trip_per_connection) {
 }
 
 TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_guessed_keys) {
-  // Two attackers run while the honest peer does 500 rounds of a 4 KiB WRITE and READ:
-  // one dials and fails the handshake (wrong secret) in a loop, one holds a real pair and
-  // pipelines WRITEs with a guessed key. The honest rounds must all complete with the
-  // right bytes and nothing else may change. Their time is printed next to a run without
-  // the flood (a measurement, not a bound: docs/soft-nic.md, Security, Availability).
+  // Runs of 200 honest rounds (a 4 KiB WRITE and READ each, data checked by the peer),
+  // alternately alone and while attackers flood the victim: one dials and fails the
+  // handshake (wrong secret) in a loop, one opens connections that send half a hello and
+  // stall, one holds a real pair and pipelines WRITEs with a guessed key. Every honest run must
+  // complete with the right bytes and nothing else may change. The times are printed
+  // (median, min, max of the interleaved runs, and a JSON line): a measurement, not a
+  // bound (docs/soft-nic.md, Security, Availability). GDAKI_SECURITY_FLOOD_RUNS sets the
+  // number of run pairs (default 3). The attackers' threads run at nice 19: on a 2-core
+  // machine their own CPU time would otherwise be taken from the honest peer process,
+  // which a remote attacker's is not; what is measured is the victim's I/O thread's share.
   victim v;
-  const long alone = honest_run(v, 500);
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> bad_conns{0}, frames{0};
-  std::thread wrong([&] {
-    const std::vector<uint8_t> wrong_secret(32, 7);
-    while (!stop) {
-      const int fd = rogue::dial(v.address.data());
-      (void)rogue::handshake(fd, wrong_secret);
-      ::close(fd);
-      ++bad_conns;
-    }
-  });
-  std::thread guesser([&] {
-    auto p = bound_pair(v, true);
-    std::vector<uint8_t> burst;
-    uint32_t psn = 0;
-    while (!stop) {
-      burst.clear();
-      for (int k = 0; k < 100; ++k) {
-        const auto f = request(send_opcode::rdma_write, p->src, p->ep.qp.qpn(), psn++, v.blob().buf + 8192, 0x12345678, 8);
-        burst.insert(burst.end(), f.begin(), f.end());
+  const char* env = std::getenv("GDAKI_SECURITY_FLOOD_RUNS");
+  const int runs = env != nullptr ? std::max(1, std::atoi(env)) : 3;
+  constexpr int rounds = 200;
+  std::vector<long> alone, flooded;
+  std::atomic<uint64_t> bad_conns{0}, slow_conns{0}, frames{0};
+  for (int run = 0; run < runs; ++run) {
+    alone.push_back(honest_run(v, rounds));
+    std::atomic<bool> stop{false};
+    auto low_priority = [] { (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19); };
+    std::thread wrong([&] {
+      low_priority();
+      const std::vector<uint8_t> wrong_secret(32, 7);
+      while (!stop) {
+        const int fd = rogue::dial(v.address.data());
+        (void)rogue::handshake(fd, wrong_secret);
+        ::close(fd);
+        ++bad_conns;
       }
-      rogue::send_all(p->fd, burst.data(), burst.size());
-      for (int k = 0; k < 100; ++k) (void)read_answer(p->fd);
-      frames += 100;
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const long flooded = honest_run(v, 500);
-  stop = true;
-  wrong.join();
-  guesser.join();
-  std::printf("honest 500 x (4 KiB WRITE + READ): alone %ld us, during the flood %ld us (%llu bad handshakes, %llu guessed "
-              "frames)\n",
-              alone, flooded, static_cast<unsigned long long>(bad_conns.load()), static_cast<unsigned long long>(frames.load()));
-  EXPECT_GT(alone, 0);
-  EXPECT_GT(flooded, 0) << "the honest peer was not served during the flood";
+    });
+    std::thread slow([&] {
+      // Slow connections: a hello header whose body never comes. A server that reads a
+      // frame to its end before it serves anyone else stalls for its read timeout on each.
+      low_priority();
+      std::vector<int> fds;
+      const wp::frame_hdr h = rogue::hdr(wp::ftype::hello, sizeof(wp::hello_body));
+      while (!stop) {
+        const int fd = rogue::dial(v.address.data());
+        if (fd >= 0) {
+          rogue::send_all(fd, &h, sizeof(h));
+          fds.push_back(fd);
+        }
+        ++slow_conns;
+        if (fds.size() >= 200) {
+          for (int x : fds) ::close(x);
+          fds.clear();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      for (int x : fds) ::close(x);
+    });
+    std::thread guesser([&] {
+      low_priority();
+      auto p = bound_pair(v, true);
+      std::vector<uint8_t> burst;
+      uint32_t psn = 0;
+      while (!stop) {
+        burst.clear();
+        for (int k = 0; k < 100; ++k) {
+          const auto f = request(send_opcode::rdma_write, p->src, p->ep.qp.qpn(), psn++, v.blob().buf + 8192, 0x12345678, 8);
+          burst.insert(burst.end(), f.begin(), f.end());
+        }
+        rogue::send_all(p->fd, burst.data(), burst.size());
+        for (int k = 0; k < 100; ++k) (void)read_answer(p->fd);
+        frames += 100;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    flooded.push_back(honest_run(v, rounds));
+    stop = true;
+    wrong.join();
+    slow.join();
+    guesser.join();
+  }
+  auto stats = [](std::vector<long> t) {
+    std::sort(t.begin(), t.end());
+    return std::array<long, 3>{t[t.size() / 2], t.front(), t.back()};
+  };
+  const auto a = stats(alone), f = stats(flooded);
+  std::printf("honest %d x (4 KiB WRITE + READ), %d interleaved runs each: alone median %ld us (min %ld, max %ld); "
+              "during the flood median %ld us (min %ld, max %ld); %llu bad handshakes, %llu slow connections, %llu "
+              "guessed frames\n",
+              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2], static_cast<unsigned long long>(bad_conns.load()),
+              static_cast<unsigned long long>(slow_conns.load()), static_cast<unsigned long long>(frames.load()));
+  std::printf("{\"bench\":\"honest_under_flood\",\"rounds\":%d,\"runs\":%d,\"alone_us\":{\"median\":%ld,\"min\":%ld,"
+              "\"max\":%ld},\"flood_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld}}\n",
+              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2]);
+  EXPECT_GT(a[1], 0) << "an honest run alone failed";
+  EXPECT_GT(f[1], 0) << "an honest run during the flood failed (not served, or wrong bytes)";
   EXPECT_GT(bad_conns.load(), 0u);
   EXPECT_TRUE(std::all_of(v.buf.begin(), v.buf.begin() + 4096, [](uint8_t b) { return b == 0x11; }));
   EXPECT_TRUE(v.untouched(4096));
