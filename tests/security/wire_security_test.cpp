@@ -13,6 +13,7 @@
 #include <gmock/gmock.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -816,6 +817,43 @@ TEST(security, the_handshake_costs_about_one_round_trip_per_connection) {
   std::printf("connect + 1 round trip: %.1f us; connect + handshake: %.1f us (per connection, mean of %d)\n", one_rtt,
               handshake, n);
   EXPECT_LT(handshake, 2 * one_rtt + 5000) << "the handshake stalls";
+}
+
+// True once the server closed fd (EOF), waiting at most ms.
+bool closed_by_server(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return false;
+  char x;
+  return ::recv(fd, &x, 1, MSG_DONTWAIT) == 0;
+}
+
+TEST(security, connections_that_do_not_prove_the_secret_are_capped_and_timed_out) {
+  // 40 connections that never speak: the server keeps at most 32 of them (it drops the
+  // oldest for a newer one), an honest handshake still succeeds meanwhile, and the rest are
+  // closed once their wire_timeout_ms to prove the secret has passed. Fails on the old
+  // server, which kept every connection open for as long as the peer liked.
+  use_wire("tcp", 1500);
+  victim v;
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    fds.push_back(rogue::dial(v.address.data()));
+    ASSERT_GE(fds.back(), 0);
+  }
+  int oldest_closed = 0;
+  for (int i = 0; i < 8; ++i) oldest_closed += closed_by_server(fds[static_cast<size_t>(i)], 400);
+  EXPECT_EQ(oldest_closed, 8) << "the 8 oldest of 40 silent connections must be dropped";
+  int newest_open = 0;
+  for (size_t i = 8; i < fds.size(); ++i) newest_open += !closed_by_server(fds[i], 0);
+  EXPECT_GE(newest_open, 31) << "the newest ones are kept until their time runs out";
+  const int honest = rogue::dial(v.address.data());
+  EXPECT_TRUE(rogue::handshake(honest, rogue::own_secret()).accepted) << "an honest handshake must get through";
+  int timed_out = 0;
+  for (size_t i = 8; i < fds.size(); ++i) timed_out += closed_by_server(fds[i], 5000);
+  EXPECT_EQ(timed_out, 32) << "silent connections must be closed after wire_timeout_ms";
+  EXPECT_FALSE(closed_by_server(honest, 0)) << "the authenticated connection stays";
+  ::close(honest);
+  for (int fd : fds) ::close(fd);
+  EXPECT_GT(honest_run(v, 10), 0);
 }
 
 TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_guessed_keys) {
