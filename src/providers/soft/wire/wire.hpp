@@ -114,7 +114,9 @@ class endpoint {
   // peers first; connections still proving the secret share handshakes_per_round frames,
   // at most max_unauthenticated of them are open (the oldest is dropped for a new one),
   // and each gets wire_timeout_ms to finish its handshake.
-  static constexpr int frames_per_turn = 16;
+  // A whole default window (GDAKI_SOFT_WIRE_WINDOW) per turn: an honest pipelining peer's
+  // burst is served, and answered with one write, in one turn.
+  static constexpr int frames_per_turn = 64;
   static constexpr int handshakes_per_round = 4;
   static constexpr size_t max_unauthenticated = 32;
   enum class turn : uint8_t { idle, more, closed };
