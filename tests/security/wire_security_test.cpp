@@ -13,12 +13,17 @@
 #include <gmock/gmock.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
@@ -684,6 +689,19 @@ TEST(security, a_mapping_grant_cannot_shrink_the_owners_memory_and_is_read_only_
     EXPECT_EQ(ok.access, verbs::access::remote_read);
     EXPECT_EQ(::fcntl(fds[0], F_GETFL) & O_ACCMODE, O_RDONLY);
     EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0), MAP_FAILED) << "writable map of a read-only grant";
+    {
+      // Reopening the descriptor read-write (a process of the same user may) gains no
+      // write access either: the registration's file is sealed against it. Fails on the
+      // old code, where the reopened block was writable.
+      const int rw_fd = ::open(("/proc/self/fd/" + std::to_string(fds[0])).c_str(), O_RDWR | O_CLOEXEC);
+      if (rw_fd >= 0) {
+        EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw_fd, 0), MAP_FAILED)
+            << "writable map of a reopened read-only grant";
+        const uint8_t x = 0x99;
+        EXPECT_NE(::pwrite(rw_fd, &x, 1, 100), 1) << "write(2) into a read-only grant";
+        ::close(rw_fd);
+      }
+    }
     void* r = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fds[0], 0);
     ASSERT_NE(r, MAP_FAILED);
     EXPECT_EQ(static_cast<uint8_t*>(r)[100], canvas);
@@ -703,6 +721,68 @@ TEST(security, a_mapping_grant_cannot_shrink_the_owners_memory_and_is_read_only_
   }
   // The owner's memory is all there (a shrunk file would fault here) and unchanged.
   EXPECT_TRUE(std::all_of(shared, shared + victim_bytes, [](uint8_t b) { return b == canvas; }));
+  gdaki::soft::free_shared(shared);
+}
+
+TEST(security, a_peer_that_keeps_writing_through_its_mapping_after_deregistration_changes_no_byte) {
+  // A hostile peer of the job maps a writable grant, keeps the mapping (and the
+  // descriptor) and writes on after the owner deregistered. Fails on the old code, which
+  // granted a descriptor of the whole alloc_shared block: the file was larger than the
+  // registration and the peer's writes after dereg_mr landed in the owner's memory.
+  use_wire("shm");
+  victim v;
+  auto* shared = static_cast<uint8_t*>(gdaki::soft::alloc_shared(victim_bytes));
+  std::memset(shared, canvas, victim_bytes);
+  constexpr size_t reg_off = 16384, reg_len = 16384;
+  auto m = std::make_unique<verbs::mr>(v.pd, shared + reg_off, reg_len, verbs::access::all);
+  auto p = bound_pair(v, true);
+  ASSERT_GE(p->fd, 0);
+  wp::map_ok_body ok{};
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(map_request(*p, m->rkey(), &ok, fds), static_cast<uint8_t>(wp::ftype::map_ok));
+  ASSERT_GE(fds[0], 0);
+  struct stat st{};
+  ASSERT_EQ(::fstat(fds[0], &st), 0);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), reg_len) << "the grant's file holds more than the registration";
+  ASSERT_EQ(ok.file_off % 4096, 0u);
+  auto* peer = static_cast<uint8_t*>(::mmap(nullptr, reg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+                                            static_cast<off_t>(ok.file_off)));
+  ASSERT_NE(peer, MAP_FAILED);
+  // The control: while registered, the peer's stores are the owner's bytes, both ways.
+  std::memset(peer, 0xee, reg_len);
+  EXPECT_TRUE(std::all_of(shared + reg_off, shared + reg_off + reg_len, [](uint8_t b) { return b == 0xee; }));
+  std::memset(shared + reg_off, canvas, reg_len);
+  EXPECT_EQ(peer[0], canvas);
+  m.reset();
+  // After dereg_mr: writes through the old mapping, and through a new one made from the
+  // descriptor the peer kept.
+  std::memset(peer, 0x77, reg_len);
+  auto* again = static_cast<uint8_t*>(::mmap(nullptr, reg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+                                             static_cast<off_t>(ok.file_off)));
+  if (again != MAP_FAILED) {
+    std::memset(again, 0x66, reg_len);
+    ::munmap(again, reg_len);
+  }
+  EXPECT_TRUE(std::all_of(shared, shared + victim_bytes, [](uint8_t b) { return b == canvas; }))
+      << "a write through a mapping kept after deregistration reached the owner";
+  // The owner's memory is still its own and writable, and the peer no longer sees it.
+  shared[reg_off] = 0x01;
+  EXPECT_NE(peer[0], 0x01);
+  ::munmap(peer, reg_len);
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  // A registration that does not start and end on a page boundary is never mapped (the
+  // page would carry bytes outside it); an honest peer still reaches it by requests.
+  {
+    verbs::mr odd(v.pd, shared + 100, 4000, verbs::access::all);
+    auto q = bound_pair(v, true);
+    int ofds[2] = {-1, -1};
+    EXPECT_EQ(map_request(*q, odd.rkey(), &ok, ofds), static_cast<uint8_t>(wp::ftype::map_nak));
+    for (int fd : ofds) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
   gdaki::soft::free_shared(shared);
 }
 
@@ -739,50 +819,133 @@ TEST(security, the_handshake_costs_about_one_round_trip_per_connection) {
   EXPECT_LT(handshake, 2 * one_rtt + 5000) << "the handshake stalls";
 }
 
-TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_guessed_keys) {
-  // Two attackers run while the honest peer does 500 rounds of a 4 KiB WRITE and READ:
-  // one dials and fails the handshake (wrong secret) in a loop, one holds a real pair and
-  // pipelines WRITEs with a guessed key. The honest rounds must all complete with the
-  // right bytes and nothing else may change. Their time is printed next to a run without
-  // the flood (a measurement, not a bound: docs/soft-nic.md, Security, Availability).
+// True once the server closed fd (EOF), waiting at most ms.
+bool closed_by_server(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return false;
+  char x;
+  return ::recv(fd, &x, 1, MSG_DONTWAIT) == 0;
+}
+
+TEST(security, connections_that_do_not_prove_the_secret_are_capped_and_timed_out) {
+  // 40 connections that never speak: the server keeps at most 32 of them (it drops the
+  // oldest for a newer one), an honest handshake still succeeds meanwhile, and the rest are
+  // closed once their wire_timeout_ms to prove the secret has passed. Fails on the old
+  // server, which kept every connection open for as long as the peer liked.
+  use_wire("tcp", 1500);
   victim v;
-  const long alone = honest_run(v, 500);
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> bad_conns{0}, frames{0};
-  std::thread wrong([&] {
-    const std::vector<uint8_t> wrong_secret(32, 7);
-    while (!stop) {
-      const int fd = rogue::dial(v.address.data());
-      (void)rogue::handshake(fd, wrong_secret);
-      ::close(fd);
-      ++bad_conns;
-    }
-  });
-  std::thread guesser([&] {
-    auto p = bound_pair(v, true);
-    std::vector<uint8_t> burst;
-    uint32_t psn = 0;
-    while (!stop) {
-      burst.clear();
-      for (int k = 0; k < 100; ++k) {
-        const auto f = request(send_opcode::rdma_write, p->src, p->ep.qp.qpn(), psn++, v.blob().buf + 8192, 0x12345678, 8);
-        burst.insert(burst.end(), f.begin(), f.end());
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    fds.push_back(rogue::dial(v.address.data()));
+    ASSERT_GE(fds.back(), 0);
+  }
+  int oldest_closed = 0;
+  for (int i = 0; i < 8; ++i) oldest_closed += closed_by_server(fds[static_cast<size_t>(i)], 400);
+  EXPECT_EQ(oldest_closed, 8) << "the 8 oldest of 40 silent connections must be dropped";
+  int newest_open = 0;
+  for (size_t i = 8; i < fds.size(); ++i) newest_open += !closed_by_server(fds[i], 0);
+  EXPECT_GE(newest_open, 31) << "the newest ones are kept until their time runs out";
+  const int honest = rogue::dial(v.address.data());
+  EXPECT_TRUE(rogue::handshake(honest, rogue::own_secret()).accepted) << "an honest handshake must get through";
+  int timed_out = 0;
+  for (size_t i = 8; i < fds.size(); ++i) timed_out += closed_by_server(fds[i], 5000);
+  EXPECT_EQ(timed_out, 32) << "silent connections must be closed after wire_timeout_ms";
+  EXPECT_FALSE(closed_by_server(honest, 0)) << "the authenticated connection stays";
+  ::close(honest);
+  for (int fd : fds) ::close(fd);
+  EXPECT_GT(honest_run(v, 10), 0);
+}
+
+TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_guessed_keys) {
+  // Runs of 200 honest rounds (a 4 KiB WRITE and READ each, data checked by the peer),
+  // alternately alone and while attackers flood the victim: one dials and fails the
+  // handshake (wrong secret) in a loop, one opens connections that send half a hello and
+  // stall, one holds a real pair and pipelines WRITEs with a guessed key. Every honest run must
+  // complete with the right bytes and nothing else may change. The times are printed
+  // (median, min, max of the interleaved runs, and a JSON line): a measurement, not a
+  // bound (docs/soft-nic.md, Security, Availability). GDAKI_SECURITY_FLOOD_RUNS sets the
+  // number of run pairs (default 3). The attackers' threads run at nice 19: on a 2-core
+  // machine their own CPU time would otherwise be taken from the honest peer process,
+  // which a remote attacker's is not; what is measured is the victim's I/O thread's share.
+  victim v;
+  const char* env = std::getenv("GDAKI_SECURITY_FLOOD_RUNS");
+  const int runs = env != nullptr ? std::max(1, std::atoi(env)) : 3;
+  constexpr int rounds = 200;
+  std::vector<long> alone, flooded;
+  std::atomic<uint64_t> bad_conns{0}, slow_conns{0}, frames{0};
+  for (int run = 0; run < runs; ++run) {
+    alone.push_back(honest_run(v, rounds));
+    std::atomic<bool> stop{false};
+    auto low_priority = [] { (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19); };
+    std::thread wrong([&] {
+      low_priority();
+      const std::vector<uint8_t> wrong_secret(32, 7);
+      while (!stop) {
+        const int fd = rogue::dial(v.address.data());
+        (void)rogue::handshake(fd, wrong_secret);
+        ::close(fd);
+        ++bad_conns;
       }
-      rogue::send_all(p->fd, burst.data(), burst.size());
-      for (int k = 0; k < 100; ++k) (void)read_answer(p->fd);
-      frames += 100;
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const long flooded = honest_run(v, 500);
-  stop = true;
-  wrong.join();
-  guesser.join();
-  std::printf("honest 500 x (4 KiB WRITE + READ): alone %ld us, during the flood %ld us (%llu bad handshakes, %llu guessed "
-              "frames)\n",
-              alone, flooded, static_cast<unsigned long long>(bad_conns.load()), static_cast<unsigned long long>(frames.load()));
-  EXPECT_GT(alone, 0);
-  EXPECT_GT(flooded, 0) << "the honest peer was not served during the flood";
+    });
+    std::thread slow([&] {
+      // Slow connections: a hello header whose body never comes. A server that reads a
+      // frame to its end before it serves anyone else stalls for its read timeout on each.
+      low_priority();
+      std::vector<int> fds;
+      const wp::frame_hdr h = rogue::hdr(wp::ftype::hello, sizeof(wp::hello_body));
+      while (!stop) {
+        const int fd = rogue::dial(v.address.data());
+        if (fd >= 0) {
+          rogue::send_all(fd, &h, sizeof(h));
+          fds.push_back(fd);
+        }
+        ++slow_conns;
+        if (fds.size() >= 200) {
+          for (int x : fds) ::close(x);
+          fds.clear();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      for (int x : fds) ::close(x);
+    });
+    std::thread guesser([&] {
+      low_priority();
+      auto p = bound_pair(v, true);
+      std::vector<uint8_t> burst;
+      uint32_t psn = 0;
+      while (!stop) {
+        burst.clear();
+        for (int k = 0; k < 100; ++k) {
+          const auto f = request(send_opcode::rdma_write, p->src, p->ep.qp.qpn(), psn++, v.blob().buf + 8192, 0x12345678, 8);
+          burst.insert(burst.end(), f.begin(), f.end());
+        }
+        rogue::send_all(p->fd, burst.data(), burst.size());
+        for (int k = 0; k < 100; ++k) (void)read_answer(p->fd);
+        frames += 100;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    flooded.push_back(honest_run(v, rounds));
+    stop = true;
+    wrong.join();
+    slow.join();
+    guesser.join();
+  }
+  auto stats = [](std::vector<long> t) {
+    std::sort(t.begin(), t.end());
+    return std::array<long, 3>{t[t.size() / 2], t.front(), t.back()};
+  };
+  const auto a = stats(alone), f = stats(flooded);
+  std::printf("honest %d x (4 KiB WRITE + READ), %d interleaved runs each: alone median %ld us (min %ld, max %ld); "
+              "during the flood median %ld us (min %ld, max %ld); %llu bad handshakes, %llu slow connections, %llu "
+              "guessed frames\n",
+              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2], static_cast<unsigned long long>(bad_conns.load()),
+              static_cast<unsigned long long>(slow_conns.load()), static_cast<unsigned long long>(frames.load()));
+  std::printf("{\"bench\":\"honest_under_flood\",\"rounds\":%d,\"runs\":%d,\"alone_us\":{\"median\":%ld,\"min\":%ld,"
+              "\"max\":%ld},\"flood_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld}}\n",
+              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2]);
+  EXPECT_GT(a[1], 0) << "an honest run alone failed";
+  EXPECT_GT(f[1], 0) << "an honest run during the flood failed (not served, or wrong bytes)";
   EXPECT_GT(bad_conns.load(), 0u);
   EXPECT_TRUE(std::all_of(v.buf.begin(), v.buf.begin() + 4096, [](uint8_t b) { return b == 0x11; }));
   EXPECT_TRUE(v.untouched(4096));

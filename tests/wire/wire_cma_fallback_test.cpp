@@ -10,9 +10,16 @@
 //     frames, and the target's log names the fallback once. With the old self-probe, CMA
 //     was granted, the first 64 KiB WRITE's copy was refused, and the QP went to ERR.
 // (3) The same against a real Yama ptrace_scope >= 1 as a non-root user: the target is
-//     the child, so it may not attach to its parent. SKIPs where that is not the case.
+//     the child, so it may not attach to its parent. Run as root, the test runs itself
+//     again as user nobody (root's CAP_SYS_PTRACE passes Yama). SKIPs without Yama, with
+//     ptrace_scope 0 (a test does not change a machine-wide setting), or without a user
+//     to drop to.
 #include <gmock/gmock.h>
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 
 #include "../../src/providers/soft/wire/wire_test_hooks.hpp"
@@ -103,12 +110,53 @@ TEST(wire_cma, refused_probe_simulated_falls_back_to_frames_and_says_so_once) {
   writes_and_reads_fall_back_to_frames("simulate");
 }
 
+// Runs this test again in a new process as `user` (no capabilities: Yama then applies),
+// with the same filter; returns its exit status, or -1 with *why set.
+int rerun_as(const char* user, std::string* why) {
+  const passwd* pw = ::getpwnam(user);
+  if (pw == nullptr) {
+    *why = std::string("no user '") + user + "' to drop to";
+    return -1;
+  }
+  const uid_t uid = pw->pw_uid;
+  const gid_t gid = pw->pw_gid;
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string filter = std::string("--gtest_filter=") + t->test_suite_name() + "." + t->name();
+  char exe[] = "/proc/self/exe";
+  char* argv[] = {exe, filter.data(), nullptr};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // setgroups first (it needs root), then the group, then the user: afterwards no
+    // capability is left, so Yama's rule is the one that decides.
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(101);
+    ::setenv("GDAKI_WIRE_TEST_DROPPED", "1", 1);
+    ::execv(exe, argv);
+    ::_exit(102);
+  }
+  if (pid < 0) {
+    *why = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  const int rc = reap(pid);
+  if (rc == 101) *why = std::string("could not become ") + user;
+  if (rc == 102) *why = std::string("could not run the test binary as ") + user + " (a directory it may not enter?)";
+  return rc;
+}
+
 TEST(wire_cma, refused_by_yama_ptrace_scope_falls_back_to_frames_and_says_so_once) {
   std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
   int scope = -1;
   if (!(f >> scope)) GTEST_SKIP() << "no Yama on this kernel: CMA is not refused here (the simulated case covers it)";
-  if (scope < 1) GTEST_SKIP() << "Yama ptrace_scope is " << scope << ": CMA is not refused here";
-  if (::geteuid() == 0) GTEST_SKIP() << "running as root (CAP_SYS_PTRACE): Yama does not refuse CMA";
+  if (scope < 1) GTEST_SKIP() << "Yama ptrace_scope is " << scope << ": CMA is not refused here (not changed by a test)";
+  if (::geteuid() == 0) {
+    // Root passes Yama (CAP_SYS_PTRACE): the case runs again as nobody.
+    ASSERT_EQ(std::getenv("GDAKI_WIRE_TEST_DROPPED"), nullptr) << "still root after dropping to nobody";
+    std::string why;
+    const int rc = rerun_as("nobody", &why);
+    if (rc < 0 || rc == 101 || rc == 102) GTEST_SKIP() << "cannot run as a non-root user: " << why;
+    EXPECT_EQ(rc, 0) << "the case failed as user nobody under ptrace_scope " << scope << " (its output is above)";
+    return;
+  }
   writes_and_reads_fall_back_to_frames("real");
 }
 

@@ -44,6 +44,9 @@ uint32_t key_table::add(uint64_t addr, uint64_t length, uint32_t access, uint32_
   e.rtag = fresh_tag(old_l, old_r, e.ltag);
   e.live = true;
   *rkey = ((slot + 2) << 8) | e.rtag;
+  // Same-host peers may map it: it gets its own memfd now, while no NIC access to the
+  // range can be in flight (we hold the lock exclusively).
+  shm::adopt_registration(*rkey, addr, length, access);
   return ((slot + 2) << 8) | e.ltag;
 }
 
@@ -54,7 +57,11 @@ void key_table::remove(uint32_t lkey) {
   slots_[slot].live = false;
   // Peers that mapped this MR (the shared-memory wire's mapped path) lose it too, and any
   // copy of theirs in progress ends before we return, as a NIC's access would.
-  shm::revoke(((slot + 2) << 8) | slots_[slot].rtag, shm::revoke_wait_ms);
+  const uint32_t rkey = ((slot + 2) << 8) | slots_[slot].rtag;
+  shm::revoke(rkey, shm::revoke_wait_ms);
+  // And a peer that ignores the revocation keeps a mapping of a file that is no longer
+  // our memory: its writes change nothing here.
+  shm::release_registration(rkey);
   free_.push_back(slot);
 }
 

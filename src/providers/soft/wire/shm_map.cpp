@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -16,13 +17,25 @@
 
 #include "gdaki/error.hpp"
 #include "gdaki/providers/soft.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "wire_auth.hpp"
 
 namespace gdaki::soft {
 
 namespace {
 
 struct shared_block {
-  size_t length;
+  size_t length;     // whole pages
+  size_t requested;  // what the caller asked for: bytes past it are nobody's
+  int fd;
+};
+
+// A registration's own memfd (shm_map.hpp, adopt_registration): the owner's pages of
+// [addr, addr + span) are this file's while the registration lives.
+struct registration_memfd {
+  uint64_t block;  // the alloc_shared() block it lies in
+  uint64_t addr;   // its first byte (a page boundary)
+  size_t span;     // the file's size: the registration's pages
   int fd;
 };
 
@@ -34,6 +47,11 @@ std::map<uint64_t, shared_block>& blocks() {
   static std::map<uint64_t, shared_block> b;
   return b;
 }
+// By rkey; guarded by blocks_mu() like the blocks they lie in.
+std::map<uint32_t, registration_memfd>& registrations() {
+  static std::map<uint32_t, registration_memfd> r;
+  return r;
+}
 
 size_t page_size() {
   static const size_t p = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -43,6 +61,30 @@ size_t page_size() {
 // A memfd we hand to peers must keep its size: a peer that could shrink it would make our
 // own accesses to the lost pages fault (SIGBUS), i.e. crash us. Sealed after it is sized.
 bool seal_size(int fd) { return ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0; }
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// Writes [from, from + n) of our memory into fd at file offset off (the kernel copies).
+bool write_all_at(int fd, uint64_t from, size_t n, uint64_t off) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::pwrite(fd, reinterpret_cast<const void*>(from + done), n - done, static_cast<off_t>(off + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Maps fd's [off, off + n) over our range [addr, addr + n), replacing what was there.
+bool map_over(uint64_t addr, size_t n, int fd, uint64_t off) {
+  return ::mmap(reinterpret_cast<void*>(addr), n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                static_cast<off_t>(off)) != MAP_FAILED;
+}
 
 }  // namespace
 
@@ -63,7 +105,7 @@ void* alloc_shared(size_t bytes) {
     throw error(status::no_memory, "alloc_shared: mmap of " + std::to_string(bytes) + " bytes: " + std::strerror(e));
   }
   std::lock_guard lk(blocks_mu());
-  blocks()[reinterpret_cast<uint64_t>(p)] = {len, fd};
+  blocks()[reinterpret_cast<uint64_t>(p)] = {len, bytes, fd};
   return p;
 }
 
@@ -76,6 +118,16 @@ void free_shared(void* p) {
     if (it == blocks().end()) throw error(status::invalid, "free_shared: not a block from alloc_shared");
     b = it->second;
     blocks().erase(it);
+    // Registrations still alive inside it (freed before dereg_mr): their files go with the
+    // block; the munmap below takes their ranges too.
+    for (auto r = registrations().begin(); r != registrations().end();) {
+      if (r->second.block != reinterpret_cast<uint64_t>(p)) {
+        ++r;
+        continue;
+      }
+      ::close(r->second.fd);
+      r = registrations().erase(r);
+    }
   }
   // Peers that mapped it keep their pages until they unmap; our range is gone now.
   ::munmap(p, b.length);
@@ -84,22 +136,81 @@ void free_shared(void* p) {
 
 namespace shm {
 
-bool find_shared(uint64_t addr, uint64_t length, bool writable, int* fd, uint64_t* file_off) {
+void adopt_registration(uint32_t rkey, uint64_t addr, uint64_t length, uint32_t access) {
+  if ((access & (verbs::access::remote_read | verbs::access::remote_write)) == 0 || length == 0) return;
+  const size_t pg = page_size();
   std::lock_guard lk(blocks_mu());
   auto it = blocks().upper_bound(addr);
-  if (it == blocks().begin()) return false;
+  if (it == blocks().begin()) return;
   --it;
   const uint64_t base = it->first;
-  const uint64_t len = it->second.length;
-  if (addr - base >= len || length > len - (addr - base)) return false;
+  const shared_block& b = it->second;
+  if (addr - base >= b.length || length > b.length - (addr - base)) return;  // not inside one block
+  // Whole pages only: a page shared with bytes outside the registration would hand the
+  // peer those bytes too. The block's last page is fine: past `requested` is padding.
+  const uint64_t end = addr + length;
+  if (addr % pg != 0 || (end % pg != 0 && end < base + b.requested)) return;
+  const size_t span = (length + pg - 1) / pg * pg;
+  for (const auto& [k, r] : registrations()) {
+    if (r.block == base && r.addr < addr + span && addr < r.addr + r.span) return;  // pages already another's file
+  }
+  const int fd = ::memfd_create("gdaki-soft-shared-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return;
+  // Copy, then swap the pages under the owner (the block keeps its copy until the swap
+  // has worked, so a failure loses nothing).
+  if (::ftruncate(fd, static_cast<off_t>(span)) != 0 || !write_all_at(fd, addr, span, 0) || !map_over(addr, span, fd, 0)) {
+    const bool restored = map_over(addr, span, b.fd, addr - base);  // MAP_FIXED may have unmapped on failure
+    ::close(fd);
+    if (!restored) {
+      wire::auth::report("soft NIC: registering " + std::to_string(length) + " bytes at " + hex(addr) +
+                         ": could not map the block back after a failed swap (" + std::strerror(errno) + ")");
+    }
+    return;
+  }
+  // After the owner's own writable mapping exists: F_SEAL_FUTURE_WRITE refuses every
+  // writable mapping made later (a peer's, through any descriptor) and write(2).
+  const bool read_only = (access & verbs::access::remote_write) == 0;
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | (read_only ? F_SEAL_FUTURE_WRITE : 0) | F_SEAL_SEAL);
+  // The block's pages of the range are nobody's now: give the memory back.
+  (void)::fallocate(b.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(addr - base),
+                    static_cast<off_t>(span));
+  registrations()[rkey] = {base, addr, span, fd};
+}
+
+void release_registration(uint32_t rkey) {
+  std::lock_guard lk(blocks_mu());
+  auto r = registrations().find(rkey);
+  if (r == registrations().end()) return;
+  const registration_memfd reg = r->second;
+  registrations().erase(r);
+  auto b = blocks().find(reg.block);
+  if (b != blocks().end()) {
+    // Back into the block, then the block's pages over the range: from here on the
+    // registration's file is only the peers' (if they kept it), never ours.
+    const uint64_t off = reg.addr - reg.block;
+    if (!write_all_at(b->second.fd, reg.addr, reg.span, off) || !map_over(reg.addr, reg.span, b->second.fd, off)) {
+      // The owner keeps the registration's file (its data is intact), not revoked.
+      wire::auth::report("soft NIC: deregistering rkey " + hex(rkey) +
+                         ": could not move its pages back into the block (" + std::strerror(errno) +
+                         "); peers that mapped it keep access");
+    }
+  }
+  ::close(reg.fd);
+}
+
+bool registration_file(uint32_t rkey, bool writable, int* fd, uint64_t* file_off) {
+  std::lock_guard lk(blocks_mu());
+  auto r = registrations().find(rkey);
+  if (r == registrations().end()) return false;
   if (writable) {
-    *fd = ::dup(it->second.fd);
+    *fd = ::dup(r->second.fd);
   } else {
-    // A new open file description, read-only: mmap(PROT_WRITE, MAP_SHARED) of it fails.
-    *fd = ::open(("/proc/self/fd/" + std::to_string(it->second.fd)).c_str(), O_RDONLY | O_CLOEXEC);
+    // A new open file description, read-only (a read-only registration's file is also
+    // sealed against writable mappings, so reopening it read-write gains nothing).
+    *fd = ::open(("/proc/self/fd/" + std::to_string(r->second.fd)).c_str(), O_RDONLY | O_CLOEXEC);
   }
   if (*fd < 0) return false;
-  *file_off = addr - base;
+  *file_off = 0;
   return true;
 }
 

@@ -1,7 +1,7 @@
 // internal: the shared-memory wire's mapped path (docs/soft-nic.md, Wires). Memory from
-// soft::alloc_shared() lives in a memfd; a peer process on this host that is granted an
-// MR inside it maps that memfd and moves RDMA WRITE and READ data with one memcpy of its
-// own, no syscall. A revocation table (one more memfd, shared with every peer) lets
+// soft::alloc_shared() lives in a memfd; a registration inside it gets a memfd of its own
+// (below), and a peer process on this host that is granted that MR maps it and moves RDMA
+// WRITE and READ data with one memcpy of its own, no syscall. A revocation table (one more memfd, shared with every peer) lets
 // deregistration take the grant back: {key, users} per key-table slot; a peer copies
 // only while it holds a user count and sees the key still there, and deregistration
 // clears the key and waits for the users to leave (seq_cst on both sides, Dekker style).
@@ -15,11 +15,27 @@ namespace gdaki::soft::shm {
 
 // ---- the side that owns the memory ---------------------------------------------------
 
-// A registered range inside one alloc_shared() block: a descriptor of its memfd (the
-// caller closes it; read-only unless `writable`) and the range's offset in that file.
-// False if the range is not inside one. The memfd's size is sealed: a peer cannot shrink
-// it under us.
-bool find_shared(uint64_t addr, uint64_t length, bool writable, int* fd, uint64_t* file_off);
+// One memfd per registration (docs/design.md 19). A registration with remote rights whose
+// range starts on a page and ends on a page (or at the end of the alloc_shared() block)
+// gets its own memfd, of exactly its pages: the owner's pages of that range are moved into
+// it at registration (a copy, then mmap MAP_FIXED over the range) and moved back to the
+// block at deregistration, so after dereg_mr the peer's mapping (and any descriptor it
+// kept) names a file the owner no longer uses: its writes change no byte of ours. A
+// registration without remote write seals its file against writable mappings
+// (F_SEAL_FUTURE_WRITE), so a peer cannot get write access even by reopening it.
+// Called by the key table with its lock held exclusively (no NIC access to the range is in
+// flight). The owner's own stores to the range must not race reg_mr or dereg_mr of it
+// (they may land in the copy that is being replaced). A range that overlaps another
+// registration's file, or is not page-bounded, gets none: peers then use requests.
+void adopt_registration(uint32_t rkey, uint64_t addr, uint64_t length, uint32_t access);
+// Moves the registration's pages back into the block and closes its file (no-op if it
+// has none, or its block was freed).
+void release_registration(uint32_t rkey);
+
+// The registration's file, for a grant: a descriptor the caller sends and closes
+// (read-only unless `writable`) and the registration's offset in it. False if the
+// registration has none.
+bool registration_file(uint32_t rkey, bool writable, int* fd, uint64_t* file_off);
 
 struct revocation_slot {
   std::atomic<uint32_t> key;    // the rkey granted for this key-table slot; 0 = none

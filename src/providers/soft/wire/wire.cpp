@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -413,8 +414,11 @@ struct server_conn {
   pid_t pid = 0;  // the peer process (unix sockets: from the kernel, SO_PEERCRED)
   uid_t uid = 0;  // unix sockets: the peer's user id (SO_PEERCRED)
   std::string peer;  // who it is, for the log
-  // Nothing but the handshake is read until the peer has proved the secret.
+  // Nothing but the handshake is read until the peer has proved the secret, which it must
+  // do by handshake_deadline (ms).
   conn_stage stage = conn_stage::fresh;
+  uint64_t serial = 0;  // this connection among all the endpoint accepted (fds are reused)
+  uint64_t handshake_deadline = 0;
   auth::nonce nonce_c{}, nonce_s{};
   bool want_cma = false;
   uint64_t probe_addr = 0;  // where the peer holds nonce_c (the CMA probe reads it)
@@ -490,7 +494,7 @@ bool endpoint::listen(std::string* why) {
     *why = "listen address '" + dev_.cfg.listen_addr + "' is not an IPv4 address";
     return false;
   }
-  tcp_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  tcp_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // accept_some drains it
   const int one = 1;
   ::setsockopt(tcp_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in sa{};
@@ -507,7 +511,7 @@ bool endpoint::listen(std::string* why) {
   ::getsockname(tcp_fd_, reinterpret_cast<sockaddr*>(&sa), &sl);
   // The same-host control socket. Failure is not fatal: peers then use TCP.
   if (dev_.cfg.wire != "tcp") {
-    unix_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unix_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un su{};
     su.sun_family = AF_UNIX;
     const std::string n = unix_name(static_cast<uint32_t>(::getpid()), dev_.index);
@@ -551,40 +555,101 @@ address endpoint::local_address() {
 }
 
 void endpoint::run() {
-  epoll_event evs[32];
+  epoll_event evs[64];
+  std::vector<int> round, backlog;  // connections to serve this round; with work left over
+  std::vector<server_conn*> later;  // this round's connections still proving the secret
   for (;;) {
-    const int n = ::epoll_wait(ep_fd_, evs, 32, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
+    // Work left over (bytes already buffered, or a turn cut short): look, do not wait.
+    const int until = expire_handshakes();
+    const int n = ::epoll_wait(ep_fd_, evs, 64, !backlog.empty() ? 0 : until);
+    if (n < 0 && errno != EINTR) return;
+    round.swap(backlog);
+    backlog.clear();
     for (int i = 0; i < n; ++i) {
       const int fd = evs[i].data.fd;
       if (fd == stop_fd_) return;
       if (fd == tcp_fd_ || fd == unix_fd_) {
-        accept_one(fd, fd == unix_fd_);
-        continue;
+        accept_some(fd, fd == unix_fd_);
+      } else {
+        round.push_back(fd);
       }
-      auto it = conns_.find(fd);
-      if (it == conns_.end()) continue;
-      server_conn& c = *it->second;
-      if (!serve_ready(c)) {
+    }
+    std::sort(round.begin(), round.end());
+    round.erase(std::unique(round.begin(), round.end()), round.end());
+    // One turn each, authenticated peers first; the others share a few handshake frames
+    // per round, so a flood of connections costs honest peers a bounded share.
+    later.clear();
+    auto serve = [&](server_conn& c, int budget) {
+      const int fd = c.fd;
+      const bool was_authenticated = c.stage == conn_stage::authenticated;
+      const turn t = serve_ready(c, budget);
+      if (!was_authenticated && c.stage == conn_stage::authenticated) --unauthenticated_;
+      if (t == turn::closed) {
         // A frame that breaks the protocol after authentication moves every QP bound on
         // the connection to ERR; an unauthenticated peer has none, and a peer that just
         // hung up is not an error of the responder (RC responders are silent).
         close_conn(fd, true);
+        return;
       }
+      if (t == turn::more) backlog.push_back(fd);
+    };
+    for (int fd : round) {
+      auto it = conns_.find(fd);
+      if (it == conns_.end()) continue;
+      if (it->second->stage != conn_stage::authenticated) {
+        later.push_back(it->second.get());
+        continue;
+      }
+      serve(*it->second, frames_per_turn);
+    }
+    int handshakes = handshakes_per_round;
+    for (server_conn* c : later) {
+      if (handshakes == 0) {
+        backlog.push_back(c->fd);  // next round
+        continue;
+      }
+      --handshakes;
+      serve(*c, 1);
     }
   }
 }
 
-void endpoint::accept_one(int lfd, bool unix_sock) {
-  const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd < 0) return;
+void endpoint::accept_some(int lfd, bool unix_sock) {
+  // A few per round: a connection flood fills the kernel's queue, not this loop.
+  for (int i = 0; i < handshakes_per_round; ++i) {
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    accept_one(fd, unix_sock);
+  }
+}
+
+int endpoint::expire_handshakes() {
+  const uint64_t now = now_ms();
+  while (!handshakes_.empty()) {
+    const auto [fd, serial] = handshakes_.front();
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || it->second->serial != serial || it->second->stage == conn_stage::authenticated) {
+      handshakes_.pop_front();  // gone or done
+      continue;
+    }
+    if (it->second->handshake_deadline > now && unauthenticated_ <= max_unauthenticated) {
+      return static_cast<int>(it->second->handshake_deadline - now);
+    }
+    // Too slow to prove the secret, or the oldest of too many that have not: dropped
+    // without a word (refusing would cost a write to a peer that may not read).
+    handshakes_.pop_front();
+    close_conn(fd, false);
+  }
+  return -1;
+}
+
+void endpoint::accept_one(int fd, bool unix_sock) {
   tune(fd, !unix_sock);
   auto c = std::make_unique<server_conn>();
   c->fd = fd;
   c->unix_sock = unix_sock;
+  c->serial = ++next_serial_;
+  c->handshake_deadline = now_ms() + dev_.cfg.wire_timeout_ms;
   bool other_user = false;
   if (unix_sock) {
     ucred cr{};
@@ -614,7 +679,10 @@ void endpoint::accept_one(int lfd, bool unix_sock) {
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
   ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, fd, &ev);
+  handshakes_.emplace_back(fd, c->serial);
+  ++unauthenticated_;
   conns_[fd] = std::move(c);
+  if (unauthenticated_ > max_unauthenticated) (void)expire_handshakes();  // drops the oldest
 }
 
 void endpoint::close_conn(int fd, bool poison) {
@@ -628,6 +696,7 @@ void endpoint::close_conn(int fd, bool poison) {
       if (!q->destroyed) enter_error_locked_resp(*q);
     }
   }
+  if (it->second->stage != conn_stage::authenticated) --unauthenticated_;
   ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
@@ -773,7 +842,8 @@ struct server_xfer {
 
 bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline) {
   // The same checks a request to this MR would pass, except the range: the peer gets the
-  // whole MR and checks bounds itself, as the rkey lets it address the whole MR anyway.
+  // whole MR (its own memfd, nothing else: design.md 19) and checks bounds itself, as the
+  // rkey lets it address the whole MR anyway.
   map_ok_body ok{};
   int fds[2] = {-1, -1};
   bool granted = false;
@@ -793,7 +863,7 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
         // A grant without remote write gets a read-only descriptor (and the requester maps
         // it read-only), so even a stray write of the peer cannot reach the memory.
         const bool writable = (access & verbs::access::remote_write) != 0;
-        if (access != 0 && shm::find_shared(e->addr, e->length, writable, &fds[0], &off)) {
+        if (access != 0 && shm::registration_file(rkey, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           if (fds[1] >= 0 && shm::grant(rkey)) {
             q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
@@ -819,17 +889,30 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
   return sent;
 }
 
-bool endpoint::serve_ready(server_conn& c) {
-  // Every frame that has arrived, not just one: a pipelined peer sends many back to back,
-  // and level-triggered epoll would otherwise cost one wake-up per frame. Bytes left in
-  // rx would never wake epoll again, so this returns only with none buffered.
-  for (;;) {
-    if (c.rx.size() == 0) {
-      const int f = rx_fill(c.fd, c.rx);
-      if (f < 0) return false;
-      if (f == 0) return flush_replies(c.fd, c.tx, now_ms() + dev_.cfg.wire_timeout_ms);
+endpoint::turn endpoint::serve_ready(server_conn& c, int budget) {
+  // Several frames per turn, not just one: a pipelined peer sends many back to back, and
+  // a wake-up per frame would cost more than the frames. Not all of them: the others wait.
+  // Bytes left in rx would never wake epoll again, so a turn cut short says `more`.
+  const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
+  for (int served = 0;; ++served) {
+    if (served == budget) return flush_replies(c.fd, c.tx, deadline) ? turn::more : turn::closed;
+    // A frame is started only once it can be read without waiting on the peer: its header
+    // (its body may still be on the way), or, before the peer proved the secret, all of it.
+    size_t need = sizeof(frame_hdr);
+    for (int fills = 0;; ++fills) {
+      frame_hdr h{};
+      if (c.rx.size() >= sizeof(frame_hdr) && c.stage != conn_stage::authenticated) {
+        // (A header the handshake does not accept is refused at once.)
+        if (parse_header(c.rx.b + c.rx.head, sizeof(frame_hdr), &h) && server_accepts(h, c.stage)) {
+          need = std::min(sizeof(frame_hdr) + size_t{h.length}, rx_buffer::cap);
+        }
+      }
+      if (c.rx.size() >= need) break;
+      const int f = fills < 2 ? rx_fill(c.fd, c.rx) : 0;
+      if (f < 0) return turn::closed;
+      if (f == 0) return flush_replies(c.fd, c.tx, deadline) ? turn::idle : turn::closed;
     }
-    if (!serve_frame(c)) return false;
+    if (!serve_frame(c)) return turn::closed;
   }
 }
 

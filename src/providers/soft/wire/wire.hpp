@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,9 +109,25 @@ class endpoint {
   int response_fd(const soft_qp& qp) const;
 
  private:
+  // The I/O loop (docs/soft-nic.md, Security, Availability): rounds in which every
+  // connection with work gets one turn of at most frames_per_turn frames, authenticated
+  // peers first; connections still proving the secret share handshakes_per_round frames,
+  // at most max_unauthenticated of them are open (the oldest is dropped for a new one),
+  // and each gets wire_timeout_ms to finish its handshake.
+  // A whole default window (GDAKI_SOFT_WIRE_WINDOW) per turn: an honest pipelining peer's
+  // burst is served, and answered with one write, in one turn.
+  static constexpr int frames_per_turn = 64;
+  static constexpr int handshakes_per_round = 4;
+  static constexpr size_t max_unauthenticated = 32;
+  enum class turn : uint8_t { idle, more, closed };
   void run();
-  void accept_one(int lfd, bool unix_sock);
-  bool serve_ready(server_conn& c);  // serves the frames that have arrived; false: close
+  void accept_some(int lfd, bool unix_sock);
+  void accept_one(int fd, bool unix_sock);
+  // Serves up to `budget` frames that have arrived whole (their header; a peer still
+  // proving the secret: the whole frame), so a frame's start never waits on a slow peer.
+  turn serve_ready(server_conn& c, int budget);
+  // Closes the handshakes that ran out of time; returns ms until the next one does (-1: none).
+  int expire_handshakes();
   bool serve_frame(server_conn& c);  // false: close the connection
   bool answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline);
   void close_conn(int fd, bool poison);
@@ -130,6 +147,11 @@ class endpoint {
   address addr_{};
   std::thread io_;
   std::unordered_map<int, std::unique_ptr<server_conn>> conns_;  // I/O thread only
+  // Connections still proving the secret, oldest first, as (fd, serial): an entry whose
+  // connection is gone or authenticated is skipped. I/O thread only.
+  std::deque<std::pair<int, uint64_t>> handshakes_;
+  size_t unauthenticated_ = 0;
+  uint64_t next_serial_ = 0;
   std::mutex clients_mu_;
   std::map<address, std::shared_ptr<client_conn>> clients_;
 };
