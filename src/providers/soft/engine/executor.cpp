@@ -185,7 +185,7 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
     *synd = syndrome::local_qp_op;
     return false;
   }
-  *synd = parse_segments(r, qp.max_inline, &w);
+  if (!parse_one_segment_write(r, qp.max_inline, &w)) *synd = parse_segments(r, qp.max_inline, &w);
   if (*synd != syndrome::none) return false;
   if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return false;
   const bool local_write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read) || w.atomic_size != 0;
