@@ -90,16 +90,22 @@ void add_wqe(ring_seed& s, int k) {
     case 10: n = dev::prepare_masked_fa(s.qp, s.pc, atom_r.va + 48, rkey(atom_r), 8, 3, 0x80008000ull, l8, sig); break;
     case 11: n = dev::prepare_masked_fa(s.qp, s.pc, atom_r.va + 60, rkey(atom_r), 4, 3, 0x8080, l4, sig); break;
     case 12: n = dev::prepare_send(s.qp, s.pc, two, 2, sig); break;
-    default: n = dev::prepare_send_inline(s.qp, s.pc, payload, 33, sig); break;
+    case 13: n = dev::prepare_send_inline(s.qp, s.pc, payload, 33, sig); break;
+    // The shapes the executor's short parse takes (parse_one_segment_write): one pointer
+    // segment, and inline payloads that fill one and two 16-byte units.
+    case 14: n = dev::prepare_write(s.qp, s.pc, remote_r.va + 256, rkey(remote_r), &l8, 1, sig); break;
+    case 15: n = dev::prepare_write_inline(s.qp, s.pc, remote_r.va + 16, rkey(remote_r), payload, 8, sig); break;
+    default: n = dev::prepare_write_inline(s.qp, s.pc, remote_r.va + 24, rkey(remote_r), payload, 20, sig); break;
   }
   s.pc += n;
 }
-constexpr int wqe_kinds = 14;
+constexpr int wqe_kinds = 17;
 
 void wqe_seeds(const std::string& dir) {
   const char* names[wqe_kinds] = {"nop",        "write_2sge",  "write_inline", "write_imm", "write_zero",
                                   "read_2sge",  "atomic_fa",   "atomic_cs",    "masked_cs64", "masked_cs32",
-                                  "masked_fa64", "masked_fa32", "send_2sge",    "send_inline"};
+                                  "masked_fa64", "masked_fa32", "send_2sge",    "send_inline", "write_1sge",
+                                  "write_inline8", "write_inline20"};
   for (int k = 0; k < wqe_kinds; ++k) {
     ring_seed s(3, 0x0102, 64);
     add_wqe(s, k);

@@ -21,14 +21,16 @@ case "$mode" in
     done
     if ((${#files[@]} == 0)); then echo "no inputs in $*"; exit 0; fi
     # Given files (not directories), libFuzzer runs each once and fails on the first crash.
-    exec "$bin" -timeout=10 "${files[@]}"
+    # -error_exitcode=1: libFuzzer's default for a crash is 77, which ctest reads as SKIP
+    # (SKIP_RETURN_CODE 77), so a crashing input used to show as skipped, not failed.
+    exec "$bin" -error_exitcode=1 -timeout_exitcode=1 -timeout=10 "${files[@]}"
     ;;
   fuzz)
     work=$1 corpus=$2
     mkdir -p "$work"
     # New inputs go to the work directory (never into the source tree); crashes land there
     # too, to be minimised and copied into tests/fuzz/regress/<fuzzer>/ once fixed.
-    exec "$bin" -max_total_time="${GDAKI_FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=2048 \
+    exec "$bin" -error_exitcode=1 -timeout_exitcode=1 -max_total_time="${GDAKI_FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/" "$work" "$corpus"
     ;;
   long)

@@ -193,7 +193,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     syndrome s = syndrome::local_qp_op;
+    // The executor's short parse (parse_one_segment_write) must agree with the general one
+    // wherever it accepts a WQE: same syndrome (none) and the same fields.
+    parsed_wqe quick;
+    gdaki::soft::parse_ctrl(r, &quick);
+    const bool quick_ok = gdaki::soft::parse_one_segment_write(r, max_inline, &quick);
     if (w.wqe_index == static_cast<uint16_t>(sq_ci)) s = gdaki::soft::parse_segments(r, max_inline, &w);
+    if (quick_ok) {
+      if (w.wqe_index == static_cast<uint16_t>(sq_ci)) FUZZ_CHECK(s == syndrome::none);
+      if (s == syndrome::none) {
+        FUZZ_CHECK(quick.num_sg == w.num_sg && quick.length == w.length && quick.inline_bytes == w.inline_bytes);
+        FUZZ_CHECK(quick.raddr == w.raddr && quick.rkey == w.rkey && quick.atomic_size == w.atomic_size);
+        for (uint32_t i = 0; i < w.num_sg; ++i) {
+          FUZZ_CHECK(quick.sg[i].addr == w.sg[i].addr && quick.sg[i].length == w.sg[i].length);
+          FUZZ_CHECK(quick.sg[i].lkey == w.sg[i].lkey && quick.sg[i].is_inline == w.sg[i].is_inline);
+          FUZZ_CHECK(quick.sg[i].inline_off == w.sg[i].inline_off);
+        }
+      }
+    }
     if (s == syndrome::none) {
       check_parsed(w, max_inline);
       place(r, w, b);

@@ -278,7 +278,7 @@ CLI::Validator size_validator(bool list) {
         } else {
           uint64_t x = 0;
           if (!parse_size(s, &x, &why)) return why;
-          if (x < min_size || x > max_size) return "size " + s + " is outside 1 B .. 8 MiB";
+          if (x < min_size || x > max_single_size) return "size " + s + " is outside 1 B .. 2047 MiB";
         }
         return std::string();
       },
@@ -299,7 +299,7 @@ command_fn add_bench(CLI::App& app) {
   for (const test_info& t : tests()) names.push_back(t.name);
   sub->add_option("tests", o.test_names, "Tests to run (default write_bw; with --quick write_lat and write_bw)")
       ->check(CLI::IsMember(names));
-  sub->add_option("-s,--size", c->size, "Message size: 2, 4K, 64KiB, 1M, 8MiB (1 B .. 8 MiB)")->check(size_validator(false));
+  sub->add_option("-s,--size", c->size, "Message size: 2, 4K, 64KiB, 1M, 8MiB (1 B .. 2047 MiB)")->check(size_validator(false));
   sub->add_option("--sizes", c->sizes, "Size list or range: 8,4K,1M or 2..8M (powers of two)")->check(size_validator(true));
   sub->add_flag("-a,--all", c->all_sizes, "Every power of two from 2 B to 8 MiB");
   sub->add_option("-n,--iters", o.iterations, "Iterations per initiator thread (bw) or round trips (lat); "

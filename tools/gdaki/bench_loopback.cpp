@@ -504,12 +504,15 @@ void bw_thread(state& s, gate& g, uint64_t bytes, uint64_t warmup, uint64_t iter
   if constexpr (std::is_same_v<Scope, dev::scope_block>) unit = block;
   const uint32_t q = unit % static_cast<uint32_t>(s.pairs.size());
   dev::qp_handle& h = s.pairs[q]->a.h;
+  // Looked up once: inside the loop the lookup cost ~26 instructions per operation, a
+  // tenth of the poster's own work for an 8 B WRITE (callgrind).
+  const char* const name = info(s.kind).name;
   const auto phase = [&](uint64_t n) {
     uint64_t t = 0;
     for (uint64_t i = 0; i < n; ++i) {
       const bool signalled = i % s.cq_mod == s.cq_mod - 1 || i + 1 == n;
       check(post_one<Scope, S>(s, h, q, gid, bytes, signalled ? dev::op_flags::none : dev::op_flags::unsignaled, &t),
-            h, info(s.kind).name);
+            h, name);
     }
     check(dev::quiet<Scope, S>(h, op_timeout_ns), h, "quiet");
   };
@@ -571,6 +574,7 @@ void pingpong_thread(state& s, bool a, uint64_t bytes, uint64_t warmup, uint64_t
   const dev::sge rb{my_dst.addr(), static_cast<uint32_t>(my_dst.bytes), my_dst.mr.lkey()};
   uint8_t* out_flag = src.data(bytes - 1);
   const uint8_t* in_flag = my_dst.data(bytes - 1);
+  const char* const name = info(s.kind).name;
   const auto post = [&](uint64_t i) {
     const uint32_t flags = i % s.cq_mod == s.cq_mod - 1 ? dev::op_flags::none : dev::op_flags::unsignaled;
     uint64_t t = 0;
@@ -584,7 +588,7 @@ void pingpong_thread(state& s, bool a, uint64_t bytes, uint64_t warmup, uint64_t
       st = dev::put<dev::scope_thread, dev::sharing::exclusive>(me.h, peer_dst, src.local(), bytes, &t, flags,
                                                                 op_timeout_ns);
     }
-    check(st, me.h, info(s.kind).name);
+    check(st, me.h, name);
   };
   const auto wait_in = [&](uint8_t tag) {
     if (send) {

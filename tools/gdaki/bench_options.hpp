@@ -68,5 +68,9 @@ std::string size_text(uint64_t bytes);
 
 inline constexpr uint64_t min_size = 1;
 inline constexpr uint64_t max_size = uint64_t{8} << 20;  // 8 MiB, as the "all"
+// One -s size may be larger, up to what one data segment can carry (its 32-bit byte count
+// with bit 31 the inline flag), in whole MiB: bandwidth with buffers several times the
+// last-level cache (bench/compare-ucx) needs messages of hundreds of MiB.
+inline constexpr uint64_t max_single_size = (uint64_t{1} << 31) - (uint64_t{1} << 20);
 
 }  // namespace gdaki::tool::bench

@@ -116,10 +116,15 @@ struct soft_qp : verbs::provider_object {
   std::atomic<uint64_t> host_polled_ns{0};  // last time a CPU thread polled this QP's CQ (on_poll)
   std::atomic<uint32_t> host_polls{0};
   // The engine's note (engine::pass): the send CI at which it last found a doorbell
-  // waiting on this remote QP. It takes a waiting doorbell only when the CI has not moved
-  // since (engine.cpp says why). Atomic (relaxed) only because a QP can be in two engine
+  // waiting on this QP (remote, or local and rung by a CPU thread). It takes a waiting
+  // doorbell only when the CI has not moved since (engine.cpp says why). Atomic (relaxed) only because a QP can be in two engine
   // threads' snapshots for a pass while the list changes.
   std::atomic<uint64_t> engine_seen_ci{~uint64_t{0}};
+  std::atomic<uint64_t> engine_seen_ns{0};  // when it noted engine_seen_ci
+  // A CPU thread has rung this QP's doorbell through the host hook (on_doorbell), so it
+  // executes what it rings: the engine then treats a local QP as it does a remote one
+  // (engine::pass, engine_seen_ci).
+  std::atomic<bool> host_rings{false};
   // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
   // never on a doorbell record that moved without one (docs/soft-nic.md).
   std::atomic<bool> doorbell_gated{false};

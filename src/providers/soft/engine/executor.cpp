@@ -9,6 +9,7 @@
 #include "../soft_tables.hpp"
 #include "cqe_writer.hpp"
 #include "engine.hpp"
+#include "fast_write.hpp"
 #include "gdaki/device/arch.hpp"
 #include "gdaki/prm/endian.hpp"
 #include "gdaki/verbs/mr.hpp"
@@ -139,12 +140,18 @@ bool local_keys_ok(const soft_qp& qp, const parsed_wqe& w, bool need_write) {
   return true;
 }
 
-std::shared_ptr<soft_qp> resolve_peer(soft_qp& qp) {
+// The caller holds qp.exec_mu, under which qp.peer is only replaced by us (modify and
+// destroy take exec_mu too), so a plain pointer stays valid for the WQE: no reference
+// count moves on the per-WQE path.
+soft_qp* resolve_peer(soft_qp& qp) {
   if (!qp.peer || qp.peer->qpn != qp.attr.dest_qp_num) qp.peer = qps().find(qp.attr.dest_qp_num);
-  return qp.peer;
+  return qp.peer.get();
 }
 
 void clear_stall(soft_qp& qp) {
+  // Written only when set: on the per-WQE path the usual case is "never stalled", and a
+  // store would dirty the line for nothing.
+  if (qp.stall == stall_kind::none && qp.retries_used == 0) return;
   qp.stall = stall_kind::none;
   qp.retries_used = 0;
   qp.stall_until.store(0, std::memory_order_release);
@@ -178,7 +185,7 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
     *synd = syndrome::local_qp_op;
     return false;
   }
-  *synd = parse_segments(r, qp.max_inline, &w);
+  if (!parse_one_segment_write(r, qp.max_inline, &w)) *synd = parse_segments(r, qp.max_inline, &w);
   if (*synd != syndrome::none) return false;
   if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return false;
   const bool local_write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read) || w.atomic_size != 0;
@@ -379,8 +386,8 @@ exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32
   const bool go = precheck(qp, r, w, qp.sq_ci, &s);
   *byte_cnt = static_cast<uint32_t>(w.length);
   if (!go) return {s, false};  // a bad WQE, a NOP (none) or a local protection error
-  std::shared_ptr<soft_qp> peer = resolve_peer(qp);
-  if (!peer) return transport_retry(qp);
+  soft_qp* peer = resolve_peer(qp);
+  if (peer == nullptr) return transport_retry(qp);
   std::unique_lock pl(peer->resp_mu);
   const uint32_t ps_state = peer->state.load(std::memory_order_acquire);
   if (peer->destroyed || (ps_state != state_of(qp_state::rtr) && ps_state != state_of(qp_state::rts)) ||
@@ -396,9 +403,7 @@ exec_outcome execute_one(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint32
     const uint32_t limit = qp.attr.rnr_retry == 7 ? ~uint32_t{0} : qp.attr.rnr_retry;
     return retry_later(qp, stall_kind::rnr, rnr_timer_ns(rr.rnr_timer), limit, syndrome::rnr_retry_exc);
   }
-  qp.stall = stall_kind::none;
-  qp.retries_used = 0;
-  qp.stall_until.store(0, std::memory_order_release);
+  clear_stall(qp);
   return {rr.req, false};
 }
 
@@ -500,6 +505,13 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
       continue;
     }
     uint32_t byte_cnt = 0;
+    if (qp.stall == stall_kind::none && try_fast_write(qp, r, w, &byte_cnt)) {
+      // The short path took it (fast_write.hpp): a one-segment WRITE, every check passed.
+      if (w.signaled() && !complete_send(qp, w, syndrome::none, byte_cnt)) requester_error(qp);
+      qp.sq_ci += w.nbb;
+      qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+      continue;
+    }
     const exec_outcome o = execute_one(qp, r, w, &byte_cnt);
     if (o.stalled) {
       res.deadline = qp.stall_until.load(std::memory_order_relaxed);
