@@ -205,3 +205,68 @@ TEST_F(env, counter_moves_only_after_the_put_completed) {
 
 }  // namespace
 }  // namespace doca_test
+
+namespace doca_test {
+namespace {
+
+// CPU proxy: the initiators write WQEs and the doorbell record only; nothing runs until a
+// CPU thread calls doca_gpu_verbs_cpu_proxy_progress (the soft NIC, like a ConnectX, acts
+// on rung doorbells only).
+TEST_F(doca_env, cpu_proxy_operations_start_only_when_the_cpu_progresses_the_qp) {
+  options o;
+  o.handler = DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY;
+  setup(o);
+  EXPECT_TRUE(a[0]->qp_gverbs->cpu_proxy);
+  std::memset(src.bytes_at(), 0x3c, 256);
+  doca_gpu_dev_verbs_ticket_t t = 0;
+  doca_gpu_dev_verbs_put(qp(), dst.remote(0), src.local(0), 256, &t);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(doca_gpu_dev_verbs_poll_one_cq_at(qp(), t), EBUSY);
+  EXPECT_EQ(dst.bytes_at()[0], 0);
+  bool progressed = false;
+  DOCA_OK(doca_gpu_verbs_cpu_proxy_progress(a[0]->qp_gverbs, &progressed));
+  EXPECT_TRUE(progressed);
+  EXPECT_EQ(doca_gpu_dev_verbs_poll_cq_at(qp(), t), 0);
+  EXPECT_EQ(dst.bytes_at()[255], 0x3c);
+  DOCA_OK(doca_gpu_verbs_cpu_proxy_progress(a[0]->qp_gverbs, &progressed));
+  EXPECT_FALSE(progressed);  // nothing new to ring
+}
+
+TEST_F(doca_env, no_dbr_handler_is_refused_as_not_supported) {
+  setup();
+  doca_gpu_verbs_qp_init_attr_hl at{};
+  at.gpu_dev = gpu;
+  at.net_dev = dev;
+  at.ibpd = pd;
+  at.sq_nwqe = 64;
+  at.nic_handler = DOCA_GPUNETIO_VERBS_NIC_HANDLER_GPU_SM_NO_DBR;
+  doca_gpu_verbs_qp_hl* q = nullptr;
+  EXPECT_EQ(doca_gpu_verbs_create_qp_hl(&at, &q), DOCA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(q, nullptr);
+}
+
+TEST(doca_host, error_names_and_descriptions) {
+  EXPECT_STREQ(doca_error_get_name(DOCA_SUCCESS), "DOCA_SUCCESS");
+  EXPECT_STREQ(doca_error_get_name(DOCA_ERROR_NOT_SUPPORTED), "DOCA_ERROR_NOT_SUPPORTED");
+  EXPECT_STREQ(doca_error_get_name(DOCA_ERROR_DEVICE_FATAL_ERROR), "DOCA_ERROR_DEVICE_FATAL_ERROR");
+  EXPECT_STREQ(doca_error_get_name(static_cast<doca_error_t>(999)), "DOCA_ERROR_UNKNOWN_CODE");
+  EXPECT_STRNE(doca_error_get_descr(DOCA_ERROR_INVALID_VALUE), "");
+}
+
+TEST_F(doca_env, a_modify_missing_required_attributes_is_invalid_and_changes_nothing) {
+  options o;
+  o.connect_a = false;
+  setup(o);
+  doca_verbs_qp_attr_t* attr = nullptr;
+  DOCA_OK(doca_verbs_qp_attr_create(&attr));
+  DOCA_OK(doca_verbs_qp_attr_set_next_state(attr, DOCA_VERBS_QP_STATE_INIT));
+  EXPECT_EQ(doca_verbs_qp_modify(a[0]->qp, attr, DOCA_VERBS_QP_ATTR_NEXT_STATE), DOCA_ERROR_INVALID_VALUE);
+  int mask = 0;
+  DOCA_OK(doca_verbs_qp_query(a[0]->qp, attr, nullptr, &mask));
+  EXPECT_EQ(doca_verbs_qp_attr_get_current_state(attr), DOCA_VERBS_QP_STATE_RST);
+  DOCA_OK(doca_verbs_qp_attr_destroy(attr));
+  doca_verbs_umem_t* umem = nullptr;
+  EXPECT_EQ(doca_verbs_umem_create(dev, src.ptr, 4096, 0, -1, 0, &umem), DOCA_ERROR_NOT_SUPPORTED);
+}
+
+}  // namespace
+}  // namespace doca_test
