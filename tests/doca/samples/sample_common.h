@@ -212,7 +212,9 @@ struct side {
   gdaki_doca_mr* mr = nullptr;
   uint32_t lkey = 0, rkey = 0;
 
-  void open(uint32_t nqps, doca_gpu_dev_verbs_nic_handler handler, size_t buffer_bytes) {
+  // with_service: a progress service rings for CPU-proxy QPs; false: the program calls
+  // doca_gpu_verbs_cpu_proxy_progress itself.
+  void open(uint32_t nqps, doca_gpu_dev_verbs_nic_handler handler, size_t buffer_bytes, bool with_service = true) {
     SAMPLE_CHECK(doca_gpu_create("0000:00:00.0", &gpu));
     SAMPLE_CHECK(gdaki_doca_pd_open("soft0", &pd));
     SAMPLE_CHECK(doca_verbs_dev_open(pd, &dev));
@@ -227,7 +229,7 @@ struct side {
       SAMPLE_CHECK(doca_gpu_verbs_create_qp_hl(&at, &q));
       qps.push_back(q);
     }
-    if (handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY) {  // a CPU thread rings for the kernels
+    if (with_service && handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY) {  // a CPU thread rings for the kernels
       SAMPLE_CHECK(doca_gpu_verbs_create_service(&service));
       for (auto* q : qps) SAMPLE_CHECK(doca_gpu_verbs_service_monitor_qp(service, q->qp_gverbs));
     }
