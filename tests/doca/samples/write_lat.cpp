@@ -22,7 +22,12 @@ struct kernel_args {
   uint32_t* errors;
 };
 
-SAMPLE_HD inline uint64_t load_flag(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+// The peer's write lands by RDMA: read the flag fresh each time, then order later reads.
+SAMPLE_HD inline uint64_t load_flag(const uint64_t* p) {
+  const uint64_t v = *static_cast<const volatile uint64_t*>(p);
+  doca_gpu_dev_verbs_fence_acquire<DOCA_GPUNETIO_VERBS_SYNC_SCOPE_SYS>();
+  return v;
+}
 
 template <doca_gpu_dev_verbs_resource_sharing_mode M, doca_gpu_dev_verbs_nic_handler H>
 SAMPLE_HD void write_lat_body(const kernel_args& a) {
