@@ -1,0 +1,1 @@
+#include "host_coverage.c"
