@@ -6,6 +6,7 @@
 //                                         others read it there: ncclGetUniqueId's shape)
 //   gdaki_comm_rank --boot env           (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 //                                         GDAKI_SOFT_SECRET)
+//   gdaki_comm_rank_mpi --boot mpi       (under mpirun: the MPI communicator's ranks)
 //   ... --scenario all | kill            (kill: the last rank SIGKILLs itself after setup;
 //                                         the others must name it within the timeout)
 #include <signal.h>
@@ -20,6 +21,9 @@
 
 #include "comm/comm_scenarios.hpp"
 #include "gdaki/error.hpp"
+#ifdef GDAKI_COMM_WITH_MPI
+#include "gdaki/comm/mpi.hpp"
+#endif
 
 namespace {
 
@@ -42,6 +46,9 @@ bool from_hex(const std::string& s, void* p, size_t n) {
 
 comm::communicator create(const std::string& boot, const comm::options& o) {
   if (boot == "env") return comm::communicator::from_env(o);
+#ifdef GDAKI_COMM_WITH_MPI
+  if (boot == "mpi") return comm::from_mpi(MPI_COMM_WORLD, o);
+#endif
   if (boot.rfind("id-file:", 0) == 0) {
     const std::string path = boot.substr(8);
     int rank = 0, size = 1;
@@ -115,6 +122,12 @@ int run_kill(comm::communicator& c, uint32_t timeout_ms) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+#ifdef GDAKI_COMM_WITH_MPI
+  MPI_Init(&argc, &argv);
+  struct finalize_mpi {
+    ~finalize_mpi() { MPI_Finalize(); }
+  } mpi_guard;
+#endif
   std::string boot = "env", scenario = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--boot") == 0) boot = argv[i + 1];
