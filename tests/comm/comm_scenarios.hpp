@@ -312,6 +312,27 @@ inline std::string scopes_on_host_grid(comm::communicator& c) {
   }
   COMM_CHECK(comm::read_signal(d, 8) == 64, c, "64 block-scope signal incs");
   c.barrier();
+  // Lanes of one warp addressing different peers: thread t puts to rank t % n (the
+  // collective post must split by QP, or words land on the wrong rank or fail).
+  const int n = c.size(), me = c.rank();
+  gdaki::dev::host::launch(1, 64, [&] {
+    const uint32_t t = gdaki::dev::arch::thread_rank_in_block();
+    if (comm::put<comm::scope_warp>(d, 0, d.world, int(t) % n, win, 8 * (64 + 64 * uint64_t(me) + t), src, 8 * t, 8,
+                                    comm::signal_inc(10)) != status::ok)
+      bad[t] = 6;
+  });
+  int mine_count = 0;
+  for (int t = 0; t < 64; ++t) mine_count += t % n == me;
+  COMM_OK(comm::wait_signal(d, 10, uint64_t(mine_count) * n, 64, 10 * sec), c);
+  for (int t = 0; t < 64; ++t) COMM_CHECK(bad[t] == 0, c, "mixed-peer warp put of thread " + std::to_string(t));
+  for (int r = 0; r < n; ++r)
+    for (int t = 0; t < 64; ++t)
+      if (t % n == me)
+        COMM_CHECK(got[64 + 64 * r + t] == ((uint64_t(r) << 32) | uint64_t(t)), c,
+                   "mixed-peer warp put from rank " + std::to_string(r) + " thread " + std::to_string(t));
+  COMM_OK(comm::flush(d, 0), c);
+  c.barrier();
+  COMM_OK(comm::reset_signal(d, 10), c);
   COMM_OK(comm::reset_signal(d, 8), c);
   c.free_window(src);
   c.free_window(win);

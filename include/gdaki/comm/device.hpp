@@ -9,7 +9,8 @@
 //   scope_thread  the calling thread acts alone
 //   scope_warp    every lane of the warp calls. Data calls (put, put_value, get, signal):
 //                 each lane posts its own operation (a lane with nothing to do passes
-//                 comm::skip), one reservation and one doorbell for the warp. Waiting calls
+//                 comm::skip), one reservation and one doorbell per distinct QP (lanes
+//                 addressing the same peer on the same context share them; see per_qp). Waiting calls
 //                 (flush, wait_signal, wait_counter, barrier): lane 0 works, every lane
 //                 returns its status.
 //   scope_block   the same for every thread of the block.
@@ -126,6 +127,66 @@ GDAKI_HD inline uint64_t share(uint64_t v) {
   }
 }
 
+template <typename Scope>
+GDAKI_HD inline uint32_t rank_in_group() {
+  if constexpr (std::is_same_v<Scope, scope_warp>) {
+    return dev::arch::lane_id();
+  } else {
+    return dev::arch::thread_rank_in_block();
+  }
+}
+
+template <typename Scope>
+GDAKI_HD inline uint32_t exclusive_sum(uint32_t v, uint32_t* total) {
+  if constexpr (std::is_same_v<Scope, scope_warp>) {
+    return dev::arch::warp_exclusive_sum(v, total);
+  } else {
+    return dev::arch::block_exclusive_sum(v, total);
+  }
+}
+
+template <typename Scope>
+GDAKI_HD inline uint64_t share_from(uint64_t v, uint32_t src) {
+  if constexpr (std::is_same_v<Scope, scope_warp>) {
+    return dev::arch::warp_shfl(v, src);
+  } else {
+    return dev::arch::block_broadcast(v, src);
+  }
+}
+
+inline constexpr uint32_t no_qp = ~uint32_t{0};
+
+// A collective post of ops.hpp takes ONE reservation on ONE QP for the whole warp or
+// block, but here every lane may address another peer. So the group posts in rounds: each
+// round picks the QP of the first lane still pending, the lanes with that QP post (one
+// reservation, one doorbell) and the others take part as skipping lanes. `post(qp, flags)`
+// posts the caller's operation(s) with the given flags (skip or 0). q == no_qp: this lane
+// posts nothing. Returns the lane's own status (ok for a lane with nothing to post).
+template <typename Scope, typename Post>
+GDAKI_HD inline status per_qp(const dev_comm& c, uint32_t q, Post&& post) {
+  if constexpr (std::is_same_v<Scope, scope_thread>) {
+    return q == no_qp ? status::ok : post(*c.qps[q], 0u);
+  } else {
+    bool done = q == no_qp;
+    status mine = status::ok;
+    for (;;) {
+      uint32_t pending = 0;
+      const uint32_t before = exclusive_sum<Scope>(done ? 0u : 1u, &pending);
+      if (pending == 0) break;
+      uint32_t first_plus_one = 0;
+      (void)exclusive_sum<Scope>(!done && before == 0 ? rank_in_group<Scope>() + 1 : 0u, &first_plus_one);
+      const auto cur = static_cast<uint32_t>(share_from<Scope>(q, first_plus_one - 1));
+      const bool in = !done && q == cur;
+      const status st = post(*c.qps[cur], in ? 0u : dev::op_flags::skip);
+      if (in) {
+        mine = st;
+        done = true;
+      }
+    }
+    return mine;
+  }
+}
+
 // Latches the first diagnostic of the communicator (later ones are dropped: the first
 // failure is the cause, the rest its echoes).
 GDAKI_HD inline void report(const dev_comm& c, diag_kind k, int32_t peer, int32_t window, int32_t sig, status st,
@@ -229,13 +290,12 @@ GDAKI_HD inline status put(const dev_comm& c, uint32_t ctx, const dev_team& t, i
     ok = w >= 0 && detail::window_range_ok(c, dst, dst_offset, bytes) &&
          detail::window_range_ok(c, src, src_offset, bytes) && detail::signal_ok(c, ra) && detail::counter_ok(c, la);
   }
-  const uint32_t q = ok && !(flags & skip) ? ctx * c.nranks + static_cast<uint32_t>(w) : 0;
   // A lane with bad arguments still takes part in the collective post, as a skipping one.
-  const uint32_t f = ok ? (flags & skip) : skip;
-  dev::qp_handle& qp = *c.qps[ok && !(flags & skip) ? q : (ctx < c.ncontexts ? ctx * c.nranks : 0)];
+  const bool posts = ok && !(flags & skip);
+  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::remote_ptr to{}, sig{};
   dev::local_ptr from{};
-  if (!f) {
+  if (posts) {
     const dev_window& dw = c.windows[dst];
     const dev_window& sw = c.windows[src];
     to = {dw.peer_base[w] + dst_offset, dw.peer_rkey[w]};
@@ -243,15 +303,21 @@ GDAKI_HD inline status put(const dev_comm& c, uint32_t ctx, const dev_team& t, i
     if (ra.op != remote_action::kind::none) sig = detail::signal_word(c, w, ra.signal);
   }
   uint64_t ticket = 0;
-  status st;
-  if (ra.op == remote_action::kind::none) {
-    st = dev::put<Scope, dev::sharing::grid>(qp, to, from, bytes, &ticket, f, c.timeout_ns);
-  } else {
-    const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
-    st = dev::put_signal<Scope, dev::sharing::grid>(qp, to, from, bytes, sig, op, ra.value, &ticket, f, c.timeout_ns);
-  }
+  const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
+  // Lanes with and without a signal may share a round: both post through put_signal's
+  // shape only when this lane has a signal; a round is one collective call per kind.
+  const bool with_sig = ra.op != remote_action::kind::none;
+  const status st = detail::per_qp<Scope>(c, q, [&](dev::qp_handle& qp, uint32_t f) {
+    uint64_t t_put = 0, t_sig = 0;
+    const status a = dev::put<Scope, dev::sharing::grid>(qp, to, from, bytes, &t_put, (f || with_sig) ? skip : 0u,
+                                                         c.timeout_ns);
+    const status b = dev::put_signal<Scope, dev::sharing::grid>(qp, to, from, bytes, sig, op, ra.value, &t_sig,
+                                                                (f || !with_sig) ? skip : 0u, c.timeout_ns);
+    ticket = with_sig ? t_sig : t_put;
+    return with_sig ? b : a;
+  });
   if (!ok) return status::invalid;
-  if (f) return st;
+  if (!posts) return st;
   if (st == status::ok) detail::count_posted(c, la, q, ticket);
   return detail::posted(c, st, w);
 }
@@ -268,25 +334,27 @@ GDAKI_HD inline status put_value(const dev_comm& c, uint32_t ctx, const dev_team
     w = ctx < c.ncontexts ? detail::peer_world(c, t, peer) : -1;
     ok = w >= 0 && detail::window_range_ok(c, dst, dst_offset, sizeof(T)) && detail::signal_ok(c, ra);
   }
-  const uint32_t f = ok ? (flags & skip) : skip;
-  dev::qp_handle& qp = *c.qps[!f ? ctx * c.nranks + static_cast<uint32_t>(w) : (ctx < c.ncontexts ? ctx * c.nranks : 0)];
+  const bool posts = ok && !(flags & skip);
+  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::remote_ptr to{};
-  if (!f) to = {c.windows[dst].peer_base[w] + dst_offset, c.windows[dst].peer_rkey[w]};
-  uint64_t ticket = 0;
-  status st = dev::p<Scope, dev::sharing::grid>(qp, to, &value, sizeof(T), &ticket, f, c.timeout_ns);
-  // The signal is a second WQE behind the inline write on the same QP; every lane takes
-  // part (skipping when it has no signal) because the post is collective.
-  const bool has_sig = !f && ra.op != remote_action::kind::none;
+  if (posts) to = {c.windows[dst].peer_base[w] + dst_offset, c.windows[dst].peer_rkey[w]};
+  const bool has_sig = posts && ra.op != remote_action::kind::none;
   const dev::remote_ptr sig = has_sig ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
   const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
-  const bool any_sig = std::is_same_v<Scope, scope_thread> ? has_sig : true;
-  if (any_sig) {
-    const status s2 =
-        dev::signal<Scope, dev::sharing::grid>(qp, sig, op, ra.value, &ticket, has_sig ? 0u : skip, c.timeout_ns);
-    if (st == status::ok) st = s2;
-  }
+  uint64_t ticket = 0;
+  const status st = detail::per_qp<Scope>(c, q, [&](dev::qp_handle& qp, uint32_t f) {
+    status a = dev::p<Scope, dev::sharing::grid>(qp, to, &value, sizeof(T), &ticket, f, c.timeout_ns);
+    // The signal is a second WQE behind the inline write on the same QP; every lane of
+    // the round takes part (skipping when it has no signal) because the post is collective.
+    if (std::is_same_v<Scope, scope_thread> ? has_sig : true) {
+      const status b = dev::signal<Scope, dev::sharing::grid>(qp, sig, op, ra.value, &ticket,
+                                                              (f || !has_sig) ? skip : 0u, c.timeout_ns);
+      if (a == status::ok) a = b;
+    }
+    return a;
+  });
   if (!ok) return status::invalid;
-  if (f) return st;
+  if (!posts) return st;
   return detail::posted(c, st, w);
 }
 
@@ -304,19 +372,20 @@ GDAKI_HD inline status get(const dev_comm& c, uint32_t ctx, const dev_team& t, i
     ok = w >= 0 && detail::window_range_ok(c, dst, dst_offset, bytes) &&
          detail::window_range_ok(c, src, src_offset, bytes) && detail::counter_ok(c, la);
   }
-  const uint32_t f = ok ? (flags & skip) : skip;
-  const uint32_t q = !f ? ctx * c.nranks + static_cast<uint32_t>(w) : 0;
-  dev::qp_handle& qp = *c.qps[!f ? q : (ctx < c.ncontexts ? ctx * c.nranks : 0)];
+  const bool posts = ok && !(flags & skip);
+  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::local_ptr to{};
   dev::remote_ptr from{};
-  if (!f) {
+  if (posts) {
     to = {c.windows[dst].local_base + dst_offset, c.windows[dst].lkey};
     from = {c.windows[src].peer_base[w] + src_offset, c.windows[src].peer_rkey[w]};
   }
   uint64_t ticket = 0;
-  const status st = dev::get<Scope, dev::sharing::grid>(qp, to, from, bytes, &ticket, f, c.timeout_ns);
+  const status st = detail::per_qp<Scope>(c, q, [&](dev::qp_handle& qp, uint32_t f) {
+    return dev::get<Scope, dev::sharing::grid>(qp, to, from, bytes, &ticket, f, c.timeout_ns);
+  });
   if (!ok) return status::invalid;
-  if (f) return st;
+  if (!posts) return st;
   if (st == status::ok) detail::count_posted(c, la, q, ticket);
   return detail::posted(c, st, w);
 }
@@ -333,14 +402,16 @@ GDAKI_HD inline status signal(const dev_comm& c, uint32_t ctx, const dev_team& t
     ok = w >= 0 && ra.op != remote_action::kind::none && detail::signal_ok(c, ra);
     if (w >= 0 && ra.op == remote_action::kind::none) detail::report(c, diag_kind::bad_signal, w, -1, -1, status::invalid);
   }
-  const uint32_t f = ok ? (flags & skip) : skip;
-  dev::qp_handle& qp = *c.qps[!f ? ctx * c.nranks + static_cast<uint32_t>(w) : (ctx < c.ncontexts ? ctx * c.nranks : 0)];
-  const dev::remote_ptr sig = !f ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
+  const bool posts = ok && !(flags & skip);
+  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
+  const dev::remote_ptr sig = posts ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
   const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
   uint64_t ticket = 0;
-  const status st = dev::signal<Scope, dev::sharing::grid>(qp, sig, op, ra.value, &ticket, f, c.timeout_ns);
+  const status st = detail::per_qp<Scope>(c, q, [&](dev::qp_handle& qp, uint32_t f) {
+    return dev::signal<Scope, dev::sharing::grid>(qp, sig, op, ra.value, &ticket, f, c.timeout_ns);
+  });
   if (!ok) return status::invalid;
-  if (f) return st;
+  if (!posts) return st;
   return detail::posted(c, st, w);
 }
 
