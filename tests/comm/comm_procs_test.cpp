@@ -15,7 +15,10 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <functional>
 #include <vector>
+
+#include "wire/netns.hpp"
 
 extern char** environ;
 
@@ -40,8 +43,12 @@ std::string random_hex(size_t bytes) {
   return s;
 }
 
+// Per rank: a command the rank runs under (e.g. `ip netns exec NS`) and extra variables.
+using per_rank = std::function<std::vector<std::string>(int)>;
+
 // Starts `size` ranks with `args`; returns each one's raw wait status (killed after 240 s).
-std::vector<int> run_ranks(int size, const std::vector<std::string>& args) {
+std::vector<int> run_ranks(int size, const std::vector<std::string>& args, const per_rank& prefix = {},
+                           const per_rank& extra_env = {}, const std::string& master = "127.0.0.1") {
   const std::string port = std::to_string(free_port()), secret = random_hex(32);
   std::vector<pid_t> pids;
   for (int r = 0; r < size; ++r) {
@@ -53,20 +60,22 @@ std::vector<int> run_ranks(int size, const std::vector<std::string>& args) {
     }
     env.push_back("RANK=" + std::to_string(r));
     env.push_back("WORLD_SIZE=" + std::to_string(size));
-    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back("MASTER_ADDR=" + master);
     env.push_back("MASTER_PORT=" + port);
     env.push_back("GDAKI_SOFT_SECRET=" + secret);
     env.push_back("GDAKI_SOFT_WIRE_TIMEOUT_MS=1000");
+    if (extra_env)
+      for (auto& kv : extra_env(r)) env.push_back(kv);
     std::vector<char*> ev, av;
     for (auto& s : env) ev.push_back(s.data());
     ev.push_back(nullptr);
-    std::string exe = GDAKI_COMM_RANK_EXE;
-    av.push_back(exe.data());
-    std::vector<std::string> a = args;
+    std::vector<std::string> a = prefix ? prefix(r) : std::vector<std::string>{};
+    a.push_back(GDAKI_COMM_RANK_EXE);
+    for (auto& s : args) a.push_back(s);
     for (auto& s : a) av.push_back(s.data());
     av.push_back(nullptr);
     pid_t pid = -1;
-    if (::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, av.data(), ev.data()) != 0) pid = -1;
+    if (::posix_spawnp(&pid, a[0].c_str(), nullptr, nullptr, av.data(), ev.data()) != 0) pid = -1;
     pids.push_back(pid);
   }
   std::vector<int> st(pids.size(), -1);
@@ -109,6 +118,22 @@ TEST_P(comm_procs, environment_variables_every_scenario) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks, comm_procs, ::testing::Values(2, 3, 4));
+
+// Two "hosts": rank 0 and rank 1 in two network namespaces joined by a veth pair, the
+// rendezvous and the soft wire over TCP between them.
+TEST(comm_procs_netns, two_ranks_in_two_namespaces_over_the_tcp_wire) {
+  netns::veth_pair pair;
+  std::string why;
+  if (!pair.create(&why)) GTEST_SKIP() << "two network namespaces joined by a veth pair: " << why;
+  const auto st = run_ranks(
+      2, {"--boot", "env", "--scenario", "all"},
+      [&](int r) { return std::vector<std::string>{"ip", "netns", "exec", r == 0 ? pair.ns1 : pair.ns2}; },
+      [&](int r) {
+        return std::vector<std::string>{"GDAKI_SOFT_WIRE=tcp", "GDAKI_SOFT_LISTEN=" + (r == 0 ? pair.ip1 : pair.ip2)};
+      },
+      pair.ip1);
+  for (size_t r = 0; r < st.size(); ++r) EXPECT_TRUE(exited_ok(st[r])) << "rank " << r << " wait status " << st[r];
+}
 
 TEST(comm_procs_failure, killed_rank_is_named_by_the_others_within_the_timeout) {
   const auto st = run_ranks(3, {"--boot", "env", "--scenario", "kill"});
