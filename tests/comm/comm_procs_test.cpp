@@ -55,7 +55,8 @@ std::vector<int> run_ranks(int size, const std::vector<std::string>& args, const
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
       const std::string kv = *e;
-      if (kv.rfind("RANK=", 0) && kv.rfind("WORLD_SIZE=", 0) && kv.rfind("MASTER_", 0) && kv.rfind("GDAKI_SOFT_SECRET=", 0))
+      if (kv.rfind("RANK=", 0) && kv.rfind("WORLD_SIZE=", 0) && kv.rfind("MASTER_", 0) && kv.rfind("GDAKI_SOFT_SECRET=", 0) &&
+          kv.rfind("GDAKI_SOFT_WIRE_TIMEOUT_MS=", 0))
         env.push_back(kv);
     }
     env.push_back("RANK=" + std::to_string(r));
@@ -63,7 +64,6 @@ std::vector<int> run_ranks(int size, const std::vector<std::string>& args, const
     env.push_back("MASTER_ADDR=" + master);
     env.push_back("MASTER_PORT=" + port);
     env.push_back("GDAKI_SOFT_SECRET=" + secret);
-    env.push_back("GDAKI_SOFT_WIRE_TIMEOUT_MS=1000");
     if (extra_env)
       for (auto& kv : extra_env(r)) env.push_back(kv);
     std::vector<char*> ev, av;

@@ -133,6 +133,10 @@ int main(int argc, char** argv) try {
     if (std::strcmp(argv[i], "--boot") == 0) boot = argv[i + 1];
     else if (std::strcmp(argv[i], "--scenario") == 0) scenario = argv[i + 1];
   }
+  // A loaded 2-core CI machine can deschedule a rank's engine for seconds; a transport
+  // timeout then fails the QP for good. Generous here (the kill scenario does not rely
+  // on it: the barrier's own 3 s bound names the dead rank). Before any device opens.
+  ::setenv("GDAKI_SOFT_WIRE_TIMEOUT_MS", "10000", 0);
   comm::options o;
   o.contexts = 2;
   o.heap_bytes = 1 << 20;

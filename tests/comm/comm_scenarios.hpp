@@ -161,6 +161,7 @@ inline std::string put_signal_ordering(comm::communicator& c, int iters) {
     uint64_t seen = 0;
     uint64_t bad = 0;
     const uint64_t t0 = gdaki::dev::arch::clock_ns();
+    uint32_t idle = 0;
     while (seen < uint64_t(iters)) {
       const uint64_t sig = comm::read_signal(d, 4);
       if (sig == seen) {
@@ -168,8 +169,12 @@ inline std::string put_signal_ordering(comm::communicator& c, int iters) {
           result = fail(c, "signal stuck at " + std::to_string(sig));
           break;
         }
+        // Yield after a short spin: on 2 cores this thread must not starve the engine
+        // (this process's, or the peer's) that delivers the puts it waits for.
+        gdaki::dev::arch::spin_pause(idle++);
         continue;
       }
+      idle = 0;
       // Put sig-1 has landed, so its slot holds sig-1 or a later put in the same slot.
       const uint64_t want = sig - 1, slot = want % slots;
       for (uint64_t k = 0; k < words; ++k) {
