@@ -130,9 +130,10 @@ inline std::string barrier_many(comm::communicator& c, int iters) {
 }
 
 // put with signal, `iters` times from rank 0 to rank size-1 (or itself when alone): the
-// receiver, whenever it sees signal value s, checks that the payload of put s-1 (or a
-// later one in the same slot) is fully there: the signal never overtakes its data or
-// any earlier put's.
+// receiver, whenever it sees signal value s, checks that the payload of put s-1 is fully
+// there: the signal never overtakes its data or any earlier put's. It acknowledges s
+// (signal 11 at the sender), and the sender reuses a slot only after its ack, so no put
+// lands where the receiver is reading.
 inline std::string put_signal_ordering(comm::communicator& c, int iters) {
   const comm::dev_comm& d = c.device();
   constexpr uint64_t slots = 16, words = 32;  // 256-byte payloads
@@ -150,6 +151,10 @@ inline std::string put_signal_ordering(comm::communicator& c, int iters) {
       if (i >= int(slots)) {
         const status st = comm::wait_counter(d, 2, uint64_t(i - slots + 1), 56, 10 * sec);
         if (st != status::ok) result = fail(c, "wait_counter before reusing a source slot");
+        // ... and only once the receiver has read that slot (its ack, signal 11), so no
+        // put ever lands in a slot the receiver is reading.
+        const status sa = comm::wait_signal(d, 11, uint64_t(i - slots + 1), 64, 60 * sec);
+        if (sa != status::ok) result = fail(c, "wait for the receiver's ack");
       }
       for (uint64_t k = 0; k < words; ++k) s[slot * words + k] = uint64_t(i);
       const status st = comm::put(d, 0, d.world, receiver, win, slot * words * 8, src, slot * words * 8, words * 8,
@@ -175,18 +180,22 @@ inline std::string put_signal_ordering(comm::communicator& c, int iters) {
         continue;
       }
       idle = 0;
-      // Put sig-1 has landed, so its slot holds sig-1 or a later put in the same slot.
+      // Put sig-1 has landed (and, under the ack protocol, no later put to its slot).
       const uint64_t want = sig - 1, slot = want % slots;
-      for (uint64_t k = 0; k < words; ++k) {
-        const uint64_t v = gdaki::dev::arch::load_acquire(&mine[slot * words + k]);
-        if (v < want || (v - want) % slots != 0) ++bad;
-      }
+      for (uint64_t k = 0; k < words; ++k) bad += mine[slot * words + k] != want;
       seen = sig;
+      if (comm::signal(d, 0, d.world, sender, comm::signal_set(11, seen)) != status::ok) {
+        result = fail(c, "ack");
+        break;
+      }
     }
     if (bad != 0 && result.empty()) result = fail(c, std::to_string(bad) + " payload words older than their signal");
   }
   c.barrier();
+  COMM_OK(comm::flush(d, 0), c);
+  c.barrier();
   COMM_OK(comm::reset_signal(d, 4), c);
+  COMM_OK(comm::reset_signal(d, 11), c);
   COMM_OK(comm::reset_counter(d, 2), c);
   c.free_window(src);
   c.free_window(win);
