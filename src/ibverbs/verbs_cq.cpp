@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "gdaki/device/cq.hpp"
@@ -47,6 +49,19 @@ ibv_wc_status status_of(prm::syndrome s) {
   return IBV_WC_GENERAL_ERR;
 }
 
+// GDAKI_VERBS_LOG_ERRORS=1: print every error completion (the first one names the cause;
+// programs often print only the first they poll, which may be a flush of another queue).
+void report_error(const qp_state* q, bool send, const ibv_wc& w, const dev::completion& c) {
+  static const bool on = [] {
+    const char* v = std::getenv("GDAKI_VERBS_LOG_ERRORS");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  if (!on) return;
+  std::fprintf(stderr, "gdaki verbs: qp 0x%06x %s wr_id %llu: ibv_wc_status %d (syndrome 0x%02x)\n", q->q.qpn(),
+               send ? "send" : "recv", static_cast<unsigned long long>(w.wr_id), static_cast<int>(w.status),
+               static_cast<unsigned>(c.syndrome));
+}
+
 // Moves up to n send completions of q into wc. Unsignalled WQEs that the data path's
 // auto-signal rule asked a CQE for (docs/design.md 16) are consumed silently: they only
 // return ring space, as the application never asked to hear about them.
@@ -66,6 +81,7 @@ int drain_send(qp_state* q, int n, ibv_wc* wc) {
     w.vendor_err = c.vendor_syndrome;
     w.byte_len = s.byte_len;
     w.qp_num = q->q.qpn();
+    if (!c.ok()) report_error(q, true, w, c);
   }
   return got;
 }
@@ -83,7 +99,10 @@ int drain_recv(qp_state* q, int n, ibv_wc* wc) {
     w.vendor_err = c.vendor_syndrome;
     w.qp_num = q->q.qpn();
     w.opcode = IBV_WC_RECV;
-    if (!c.ok()) continue;
+    if (!c.ok()) {
+      report_error(q, false, w, c);
+      continue;
+    }
     w.byte_len = c.byte_cnt;
     w.src_qp = c.src_qpn;
     if (c.opcode == prm::cqe_opcode::resp_wr_imm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
