@@ -428,6 +428,8 @@ struct server_conn {
   std::set<uint64_t> map_burned;
   rx_buffer rx;
   tx_queue tx;
+  // The peer closed (or reset) between two frames: it left, it did not break the protocol.
+  bool hung_up = false;
 };
 
 struct client_conn {
@@ -571,8 +573,10 @@ void endpoint::run() {
       if (!serve_ready(c)) {
         // A frame that breaks the protocol after authentication moves every QP bound on
         // the connection to ERR; an unauthenticated peer has none, and a peer that just
-        // hung up is not an error of the responder (RC responders are silent).
-        close_conn(fd, true);
+        // hung up is not an error of the responder (RC responders are silent): a process
+        // that finished and closed must not flush the receives its peer still has posted
+        // (ibv_rc_pingpong -e failed on this; tests/verbs).
+        close_conn(fd, !c.hung_up);
       }
     }
   }
@@ -826,7 +830,10 @@ bool endpoint::serve_ready(server_conn& c) {
   for (;;) {
     if (c.rx.size() == 0) {
       const int f = rx_fill(c.fd, c.rx);
-      if (f < 0) return false;
+      if (f < 0) {
+        c.hung_up = true;
+        return false;
+      }
       if (f == 0) return flush_replies(c.fd, c.tx, now_ms() + dev_.cfg.wire_timeout_ms);
     }
     if (!serve_frame(c)) return false;
