@@ -14,6 +14,7 @@ packages=(
   python3 python3-jsonschema python3-matplotlib ucx-utils
   iproute2 procps ccache
   openmpi-bin libopenmpi-dev  # the communicator's MPI bootstrap and its tests; MPI_Alltoall in bench/comm_alltoall
+  ibverbs-utils perftest  # unchanged RDMA programs run on the soft device (label verbs, docs/verbs.md)
   groff-base  # renders docs/man/gdaki.1 for its warnings test (tool.man_renders_without_warnings)
   clang libclang-rt-14-dev  # libFuzzer (clang -fsanitize=fuzzer) for tests/fuzz
   # aarch64 pass of scripts/test.sh: cross compiler (with binutils' objdump), qemu-user to

@@ -432,6 +432,8 @@ struct server_conn {
   std::set<uint64_t> map_burned;
   rx_buffer rx;
   tx_queue tx;
+  // The peer closed (or reset) between two frames: it left, it did not break the protocol.
+  bool hung_up = false;
 };
 
 struct client_conn {
@@ -587,8 +589,10 @@ void endpoint::run() {
       if (t == turn::closed) {
         // A frame that breaks the protocol after authentication moves every QP bound on
         // the connection to ERR; an unauthenticated peer has none, and a peer that just
-        // hung up is not an error of the responder (RC responders are silent).
-        close_conn(fd, true);
+        // hung up is not an error of the responder (RC responders are silent): a process
+        // that finished and closed must not flush the receives its peer still has posted
+        // (ibv_rc_pingpong -e failed on this; tests/verbs).
+        close_conn(fd, !c.hung_up);
         return;
       }
       if (t == turn::more) backlog.push_back(fd);
@@ -909,7 +913,10 @@ endpoint::turn endpoint::serve_ready(server_conn& c, int budget) {
       }
       if (c.rx.size() >= need) break;
       const int f = fills < 2 ? rx_fill(c.fd, c.rx) : 0;
-      if (f < 0) return turn::closed;
+      if (f < 0) {
+        c.hung_up = true;  // the peer left between frames; it did not break the protocol
+        return turn::closed;
+      }
       if (f == 0) return flush_replies(c.fd, c.tx, deadline) ? turn::idle : turn::closed;
     }
     if (!serve_frame(c)) return turn::closed;
