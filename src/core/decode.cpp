@@ -6,26 +6,11 @@
 #include <vector>
 
 #include "gdaki/prm/endian.hpp"
+#include "gdaki/prm/op_traits.hpp"
 
 namespace gdaki::prm {
 
-const char* to_string(send_opcode op) {
-  switch (op) {
-    case send_opcode::nop: return "NOP";
-    case send_opcode::send_inval: return "SEND_INVAL";
-    case send_opcode::rdma_write: return "RDMA_WRITE";
-    case send_opcode::rdma_write_imm: return "RDMA_WRITE_IMM";
-    case send_opcode::send: return "SEND";
-    case send_opcode::send_imm: return "SEND_IMM";
-    case send_opcode::wait: return "WAIT";
-    case send_opcode::rdma_read: return "RDMA_READ";
-    case send_opcode::atomic_cs: return "ATOMIC_CS";
-    case send_opcode::atomic_fa: return "ATOMIC_FA";
-    case send_opcode::atomic_masked_cs: return "ATOMIC_MASKED_CS";
-    case send_opcode::atomic_masked_fa: return "ATOMIC_MASKED_FA";
-  }
-  return "UNKNOWN";
-}
+const char* to_string(send_opcode op) { return traits_of(op).name; }
 
 const char* to_string(cqe_opcode op) {
   switch (op) {
@@ -132,20 +117,18 @@ std::string decode_units(const unit_reader& r) {
     s += "  (truncated)\n";
     return false;
   };
-  const bool has_raddr = op == send_opcode::rdma_write || op == send_opcode::rdma_write_imm ||
-                         op == send_opcode::rdma_read || op == send_opcode::atomic_cs || op == send_opcode::atomic_fa ||
-                         op == send_opcode::atomic_masked_cs || op == send_opcode::atomic_masked_fa;
-  if (has_raddr) {
+  const op_traits t = traits_of(op);
+  if (t.has_raddr) {
     if (!need(i)) return s;
     const uint8_t* u = r.unit(i++);
     s += fmt("  raddr: addr=0x%llx rkey=0x%x\n", static_cast<unsigned long long>(be64_at(u)), be32_at(u + 8));
   }
-  if (op == send_opcode::atomic_cs || op == send_opcode::atomic_fa) {
+  if (t.kind == op_kind::atomic) {
     if (!need(i)) return s;
     const uint8_t* u = r.unit(i++);
     s += fmt("  atomic: swap_add=0x%llx compare=0x%llx\n", static_cast<unsigned long long>(be64_at(u)),
              static_cast<unsigned long long>(be64_at(u + 8)));
-  } else if (op == send_opcode::atomic_masked_cs || op == send_opcode::atomic_masked_fa) {
+  } else if (t.kind == op_kind::masked_atomic) {
     const bool eight = ((w0 >> 24) & 0x7) == 1;
     const uint32_t units = (op == send_opcode::atomic_masked_cs && eight) ? 2 : 1;
     for (uint32_t k = 0; k < units; ++k) {

@@ -12,28 +12,34 @@
 #include <cstring>
 
 #include "gdaki/device/sq.hpp"
+#include "gdaki/prm/op_traits.hpp"
 #include "soft_verbs.hpp"
 
 namespace gdaki::ibverbs {
 
 namespace {
 
+// A verbs work request's opcode, its completion's opcode, and the opcode's traits (which
+// segments the WQE carries: prm/op_traits.hpp).
 struct send_shape {
   prm::send_opcode op;
   ibv_wc_opcode wc;
-  bool rdma;    // carries a remote address segment
-  bool atomic;  // carries an atomic segment and an 8-byte result SGE
+  prm::op_traits t;
 };
 
 int shape_of(ibv_wr_opcode op, send_shape* s) {
+  auto set = [s](prm::send_opcode o, ibv_wc_opcode wc) {
+    *s = {o, wc, prm::traits_of(o)};
+    return 0;
+  };
   switch (op) {
-    case IBV_WR_RDMA_WRITE: *s = {prm::send_opcode::rdma_write, IBV_WC_RDMA_WRITE, true, false}; return 0;
-    case IBV_WR_RDMA_WRITE_WITH_IMM: *s = {prm::send_opcode::rdma_write_imm, IBV_WC_RDMA_WRITE, true, false}; return 0;
-    case IBV_WR_SEND: *s = {prm::send_opcode::send, IBV_WC_SEND, false, false}; return 0;
-    case IBV_WR_SEND_WITH_IMM: *s = {prm::send_opcode::send_imm, IBV_WC_SEND, false, false}; return 0;
-    case IBV_WR_RDMA_READ: *s = {prm::send_opcode::rdma_read, IBV_WC_RDMA_READ, true, false}; return 0;
-    case IBV_WR_ATOMIC_CMP_AND_SWP: *s = {prm::send_opcode::atomic_cs, IBV_WC_COMP_SWAP, true, true}; return 0;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD: *s = {prm::send_opcode::atomic_fa, IBV_WC_FETCH_ADD, true, true}; return 0;
+    case IBV_WR_RDMA_WRITE: return set(prm::send_opcode::rdma_write, IBV_WC_RDMA_WRITE);
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return set(prm::send_opcode::rdma_write_imm, IBV_WC_RDMA_WRITE);
+    case IBV_WR_SEND: return set(prm::send_opcode::send, IBV_WC_SEND);
+    case IBV_WR_SEND_WITH_IMM: return set(prm::send_opcode::send_imm, IBV_WC_SEND);
+    case IBV_WR_RDMA_READ: return set(prm::send_opcode::rdma_read, IBV_WC_RDMA_READ);
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return set(prm::send_opcode::atomic_cs, IBV_WC_COMP_SWAP);
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return set(prm::send_opcode::atomic_fa, IBV_WC_FETCH_ADD);
     default: return EOPNOTSUPP;  // LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, ATOMIC_WRITE, DRIVER1
   }
 }
@@ -45,16 +51,17 @@ int post_one(qp_state* st, dev::qp_handle& h, const ibv_send_wr* wr) {
     return soft_not_supported("ibv_post_send with this opcode (only SEND, WRITE, READ, CAS, FADD)");
   }
   if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > st->max_send_sge) return EINVAL;
-  const bool inl = (wr->send_flags & IBV_SEND_INLINE) != 0 && !s.atomic && s.op != prm::send_opcode::rdma_read;
+  const bool atomic = s.t.kind == prm::op_kind::atomic;  // verbs has no masked atomics
+  const bool inl = (wr->send_flags & IBV_SEND_INLINE) != 0 && s.t.inline_allowed;
   uint64_t total = 0;
   uint32_t nonzero = 0;
   for (int i = 0; i < wr->num_sge; ++i) {
     total += wr->sg_list[i].length;
     nonzero += wr->sg_list[i].length != 0;
   }
-  if (s.atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8)) return EINVAL;  // 8-byte atomics only
+  if (atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8)) return EINVAL;  // 8-byte atomics only
   if (inl && total > st->max_inline) return EINVAL;
-  const uint32_t ds = 1 + (s.rdma ? 1 : 0) + (s.atomic ? 2 : inl ? prm::inline_ds(static_cast<uint32_t>(total)) : nonzero);
+  const uint32_t ds = 1 + (s.t.has_raddr ? 1 : 0) + (atomic ? 2 : inl ? prm::inline_ds(static_cast<uint32_t>(total)) : nonzero);
   const uint32_t nbb = prm::wqebbs_for_ds(ds);
   if (nbb > h.max_send_wqebbs) return EINVAL;
   const uint64_t ring = dev::sq_wqebbs(h);
@@ -67,13 +74,13 @@ int post_one(qp_state* st, dev::qp_handle& h, const ibv_send_wr* wr) {
   if (wr->send_flags & IBV_SEND_SOLICITED) flags |= prm::ctrl_flags::solicited;
   if (wr->send_flags & IBV_SEND_FENCE) flags |= prm::ctrl_flags::fence;
   // Read by the poller once the CQE is there; the WQE's release (sq_mark_ready) orders it.
-  st->sq_slots[start & (ring - 1)] = {wr->wr_id, s.atomic ? 8u : static_cast<uint32_t>(total),
+  st->sq_slots[start & (ring - 1)] = {wr->wr_id, atomic ? 8u : static_cast<uint32_t>(total),
                                       static_cast<uint8_t>(s.wc), signaled};
 
   dev::wqe_writer w(h, start);
-  if (s.rdma) w.raddr(s.atomic ? wr->wr.atomic.remote_addr : wr->wr.rdma.remote_addr,
-                      s.atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey);
-  if (s.atomic) {
+  if (s.t.has_raddr) w.raddr(atomic ? wr->wr.atomic.remote_addr : wr->wr.rdma.remote_addr,
+                             atomic ? wr->wr.atomic.rkey : wr->wr.rdma.rkey);
+  if (atomic) {
     if (s.op == prm::send_opcode::atomic_cs) {
       w.atomic(wr->wr.atomic.swap, wr->wr.atomic.compare_add);
     } else {
@@ -94,8 +101,7 @@ int post_one(qp_state* st, dev::qp_handle& h, const ibv_send_wr* wr) {
       if (wr->sg_list[i].length != 0) w.data({wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey});
     }
   }
-  const bool imm = s.op == prm::send_opcode::send_imm || s.op == prm::send_opcode::rdma_write_imm;
-  w.finish(s.op, flags, imm ? wr->imm_data : 0);  // imm_data is already in wire order
+  w.finish(s.op, flags, s.t.has_imm ? wr->imm_data : 0);  // imm_data is already in wire order
   dev::arch::store_relaxed(&h.sq_reserved, start + nbb);
   dev::sq_mark_ready(h, start, nbb);
   return 0;

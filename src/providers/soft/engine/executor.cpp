@@ -12,6 +12,7 @@
 #include "fast_write.hpp"
 #include "gdaki/device/arch.hpp"
 #include "gdaki/prm/endian.hpp"
+#include "gdaki/prm/op_traits.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/qp.hpp"
 #include "responder.hpp"
@@ -21,7 +22,6 @@
 
 namespace gdaki::soft {
 
-using prm::send_opcode;
 using prm::syndrome;
 using verbs::qp_state;
 
@@ -187,8 +187,9 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
   }
   if (!parse_one_segment_write(r, qp.max_inline, &w)) *synd = parse_segments(r, qp.max_inline, &w);
   if (*synd != syndrome::none) return false;
-  if (w.opcode == static_cast<uint8_t>(send_opcode::nop)) return false;
-  const bool local_write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read) || w.atomic_size != 0;
+  const prm::op_traits t = prm::traits_of(w.opcode);
+  if (t.kind == prm::op_kind::nop) return false;
+  const bool local_write = t.response_payload;  // READ data and atomic results land locally
   if (!local_keys_ok(qp, w, local_write)) {
     *synd = syndrome::local_prot;
     return false;

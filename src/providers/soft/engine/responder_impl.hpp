@@ -13,11 +13,23 @@
 #include "executor.hpp"
 #include "gdaki/device/arch.hpp"
 #include "gdaki/prm/endian.hpp"
+#include "gdaki/prm/op_traits.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "placement.hpp"
 #include "responder.hpp"
 
 namespace gdaki::soft::resp_detail {
+
+// Whether a QP's access flags grant a remote right (SEND needs none: every QP takes it).
+constexpr bool qp_grants(uint32_t access_flags, prm::remote_right r) {
+  switch (r) {
+    case prm::remote_right::write: return (access_flags & verbs::access::remote_write) != 0;
+    case prm::remote_right::read: return (access_flags & verbs::access::remote_read) != 0;
+    case prm::remote_right::atomic: return (access_flags & verbs::access::remote_atomic) != 0;
+    case prm::remote_right::none: break;
+  }
+  return true;
+}
 
 // The MR `rkey` names, if it is live, in the responder's PD, covers [addr, addr + len) and
 // grants `need`; else nullptr.
@@ -60,12 +72,11 @@ inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, 
 template <class X>
 respond_result do_write(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
   using prm::syndrome;
-  if (!(resp.attr.access_flags & verbs::access::remote_write)) return remote_error(resp, syndrome::remote_inval_req);
   // A zero-length RDMA WRITE carries no data, so its rkey is not checked (IBA 9.7.4.1.3).
   if (w.length != 0 && check_rkey(resp, w.rkey, w.raddr, w.length, verbs::access::remote_write) == nullptr) {
     return remote_error(resp, syndrome::remote_access);
   }
-  const bool imm = w.opcode == static_cast<uint8_t>(prm::send_opcode::rdma_write_imm);
+  const bool imm = prm::traits_of(w.opcode).consumes_recv;
   if (imm && !rq_has_wqe(resp)) return {syndrome::none, true, resp.attr.min_rnr_timer};
   if (w.length != 0) {
     const dst_piece d{reinterpret_cast<uint8_t*>(w.raddr), w.length};
@@ -101,8 +112,7 @@ respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& 
     dst[nd++] = {reinterpret_cast<uint8_t*>(addr), len};
     capacity += len;
   }
-  const auto op = w.opcode == static_cast<uint8_t>(prm::send_opcode::send_imm) ? prm::cqe_opcode::resp_send_imm
-                                                                                 : prm::cqe_opcode::resp_send;
+  const auto op = prm::traits_of(w.opcode).has_imm ? prm::cqe_opcode::resp_send_imm : prm::cqe_opcode::resp_send;
   if (capacity < w.length) {
     complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_length);
     return remote_error(resp, syndrome::remote_inval_req);
@@ -120,7 +130,6 @@ respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& 
 template <class X>
 respond_result do_read(const parsed_wqe& w, soft_qp& resp, X& x) {
   using prm::syndrome;
-  if (!(resp.attr.access_flags & verbs::access::remote_read)) return remote_error(resp, syndrome::remote_inval_req);
   if (w.length != 0 && check_rkey(resp, w.rkey, w.raddr, w.length, verbs::access::remote_read) == nullptr) {
     return remote_error(resp, syndrome::remote_access);
   }
@@ -132,7 +141,6 @@ respond_result do_read(const parsed_wqe& w, soft_qp& resp, X& x) {
 template <class X>
 respond_result do_atomic(const parsed_wqe& w, soft_qp& resp, X& x) {
   using prm::syndrome;
-  if (!(resp.attr.access_flags & verbs::access::remote_atomic)) return remote_error(resp, syndrome::remote_inval_req);
   if (w.raddr % w.atomic_size != 0) return remote_error(resp, syndrome::remote_inval_req);
   if (check_rkey(resp, w.rkey, w.raddr, w.atomic_size, verbs::access::remote_atomic) == nullptr) {
     return remote_error(resp, syndrome::remote_access);
@@ -146,24 +154,20 @@ respond_result do_atomic(const parsed_wqe& w, soft_qp& resp, X& x) {
 // and resp.resp_mu; resp is live, in RTR or RTS, and connected to src_qpn.
 template <class X>
 respond_result respond_with(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
-  using prm::send_opcode;
-  switch (static_cast<send_opcode>(w.opcode)) {
-    case send_opcode::rdma_write:
-    case send_opcode::rdma_write_imm:
-      return do_write(src_qpn, w, resp, x);
-    case send_opcode::send:
-    case send_opcode::send_imm:
-      return do_send(src_qpn, w, resp, x);
-    case send_opcode::rdma_read:
-      return do_read(w, resp, x);
-    case send_opcode::atomic_cs:
-    case send_opcode::atomic_fa:
-    case send_opcode::atomic_masked_cs:
-    case send_opcode::atomic_masked_fa:
-      return do_atomic(w, resp, x);
-    default:
-      return {prm::syndrome::local_qp_op, false, 0};  // parse_segments rejects these first
+  using prm::op_kind;
+  const prm::op_traits t = prm::traits_of(w.opcode);
+  // The QP must grant the opcode's remote right before anything else is looked at.
+  if (!qp_grants(resp.attr.access_flags, t.right)) return remote_error(resp, prm::syndrome::remote_inval_req);
+  switch (t.kind) {
+    case op_kind::write: return do_write(src_qpn, w, resp, x);
+    case op_kind::send: return do_send(src_qpn, w, resp, x);
+    case op_kind::read: return do_read(w, resp, x);
+    case op_kind::atomic:
+    case op_kind::masked_atomic: return do_atomic(w, resp, x);
+    case op_kind::nop:
+    case op_kind::unsupported: break;
   }
+  return {prm::syndrome::local_qp_op, false, 0};  // parse_segments rejects these first
 }
 
 }  // namespace gdaki::soft::resp_detail

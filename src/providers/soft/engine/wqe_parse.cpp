@@ -2,6 +2,7 @@
 #include "wqe_parse.hpp"
 
 #include "gdaki/prm/endian.hpp"
+#include "gdaki/prm/op_traits.hpp"
 
 namespace gdaki::soft {
 
@@ -80,24 +81,21 @@ syndrome parse_segments(const wqe_reader& r, uint32_t max_inline, parsed_wqe* w)
   w->inline_bytes = 0;
   w->atomic_size = 0;
   syndrome s = syndrome::none;
-  switch (static_cast<send_opcode>(w->opcode)) {
-    case send_opcode::nop:
+  // The segment layout comes from the opcode's traits (prm/op_traits.hpp); a new opcode of
+  // an existing kind needs no case here.
+  const prm::op_traits t = prm::traits_of(w->opcode);
+  switch (t.kind) {
+    case prm::op_kind::nop:
       return syndrome::none;
-    case send_opcode::rdma_write:
-    case send_opcode::rdma_write_imm:
+    case prm::op_kind::write:
+    case prm::op_kind::read:
       s = parse_raddr(r, w);
-      if (s == syndrome::none) s = parse_data(r, 2, true, w);
+      if (s == syndrome::none) s = parse_data(r, 2, t.inline_allowed, w);
       break;
-    case send_opcode::send:
-    case send_opcode::send_imm:
-      s = parse_data(r, 1, true, w);
+    case prm::op_kind::send:
+      s = parse_data(r, 1, t.inline_allowed, w);
       break;
-    case send_opcode::rdma_read:
-      s = parse_raddr(r, w);
-      if (s == syndrome::none) s = parse_data(r, 2, false, w);
-      break;
-    case send_opcode::atomic_cs:
-    case send_opcode::atomic_fa: {
+    case prm::op_kind::atomic: {
       s = parse_raddr(r, w);
       if (s != syndrome::none || w->ds < 3) return syndrome::local_qp_op;
       const auto a = r.read<prm::atomic_seg>(2);
@@ -107,8 +105,7 @@ syndrome parse_segments(const wqe_reader& r, uint32_t max_inline, parsed_wqe* w)
       s = parse_atomic_result(r, 3, w);
       break;
     }
-    case send_opcode::atomic_masked_cs:
-    case send_opcode::atomic_masked_fa: {
+    case prm::op_kind::masked_atomic: {
       if (w->opmod != prm::opmod_ext_atomic_4b && w->opmod != prm::opmod_ext_atomic_8b) return syndrome::local_qp_op;
       s = parse_raddr(r, w);
       if (s != syndrome::none || w->ds < 3) return syndrome::local_qp_op;
@@ -142,7 +139,7 @@ syndrome parse_segments(const wqe_reader& r, uint32_t max_inline, parsed_wqe* w)
       s = parse_atomic_result(r, next, w);
       break;
     }
-    default:
+    case prm::op_kind::unsupported:
       return syndrome::local_qp_op;  // SEND_INVAL, WAIT, UMR, ...: not modelled
   }
   if (s == syndrome::none && w->inline_bytes > max_inline) return syndrome::local_qp_op;

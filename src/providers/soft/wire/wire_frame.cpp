@@ -5,37 +5,16 @@
 #include <cstring>
 
 #include "gdaki/prm/cqe.hpp"
+#include "gdaki/prm/op_traits.hpp"
 #include "gdaki/prm/wqe.hpp"
 
 namespace gdaki::soft::wire {
 
-using prm::send_opcode;
 
-bool is_atomic(uint8_t op) {
-  switch (static_cast<send_opcode>(op)) {
-    case send_opcode::atomic_cs:
-    case send_opcode::atomic_fa:
-    case send_opcode::atomic_masked_cs:
-    case send_opcode::atomic_masked_fa:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool carries_payload(uint8_t op) {
-  switch (static_cast<send_opcode>(op)) {
-    case send_opcode::rdma_write:
-    case send_opcode::rdma_write_imm:
-    case send_opcode::send:
-    case send_opcode::send_imm:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool known_op(uint8_t op) { return carries_payload(op) || is_atomic(op) || op == static_cast<uint8_t>(send_opcode::rdma_read); }
+// From the opcode traits table (prm/op_traits.hpp): the wire keeps no opcode list of its own.
+bool is_atomic(uint8_t op) { return prm::traits_of(op).is_atomic(); }
+bool carries_payload(uint8_t op) { return prm::traits_of(op).request_payload; }
+bool known_op(uint8_t op) { return prm::traits_of(op).remote(); }
 
 bool header_ok(const frame_hdr& h) { return h.magic == frame_magic && h.version == frame_version && h.length <= max_body; }
 
@@ -94,7 +73,8 @@ parse_status parse_request(const frame_hdr& h, const uint8_t* body, size_t len, 
   const uint64_t payload = rest - list_bytes;
   const bool expect_payload = carries_payload(h.opcode) && !cma;
   if (payload != (expect_payload ? b.msg_len : 0)) return parse_status::bad;
-  if (cma && !carries_payload(h.opcode) && h.opcode != static_cast<uint8_t>(send_opcode::rdma_read)) return parse_status::bad;
+  // Cross-process copies carry bulk bytes only: a payload request's, or READ's response.
+  if (cma && !carries_payload(h.opcode) && prm::traits_of(h.opcode).kind != prm::op_kind::read) return parse_status::bad;
   if (b.msg_len > (uint64_t{1} << 31)) return parse_status::bad;
   out->cma = cma;
   out->iov_total = iov_total;
