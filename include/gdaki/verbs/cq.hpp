@@ -13,7 +13,7 @@ namespace gdaki::verbs {
 
 struct cq_init {
   uint32_t depth = 256;  // CQEs; rounded up to a power of two (1 is allowed: collapsed use)
-  placement ring;        // where the CQE ring lives (the doorbell record lives beside it)
+  placement ring{};      // where the CQE ring lives (the doorbell record lives beside it)
   // Overrun ignore (CQC `oi`): the NIC does not read set_ci and never fails on a full CQ.
   // The default, as DOCA and UCX GDAKI set it: exported pollers flow-control through the
   // SQ. With false, writing a CQE when set_ci shows no room moves the CQ to error: no

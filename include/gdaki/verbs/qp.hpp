@@ -27,8 +27,8 @@ struct qp_init {
   uint32_t max_send_sge = 4;    // largest gather list in one send WQE
   uint32_t max_recv_sge = 4;    // largest scatter list in one receive WQE (sets the stride)
   uint32_t max_inline = 64;     // largest inline payload, bytes
-  placement sq_ring;            // where the SQ ring lives (DBR and doorbell page: provider)
-  placement rq_ring;            // where the RQ ring lives
+  placement sq_ring{};          // where the SQ ring lives (DBR and doorbell page: provider)
+  placement rq_ring{};          // where the RQ ring lives
   uint32_t user_index = 0;      // written to CQE srqn_uidx (24 bits)
 };
 
