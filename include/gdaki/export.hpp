@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gdaki/device/handles.hpp"
 #include "gdaki/proxy/proxy_service.hpp"
+#include "gdaki/verbs/provider_caps.hpp"
 
 namespace gdaki::verbs {
 class qp;
@@ -32,7 +34,11 @@ enum class initiator : uint8_t { cpu, gpu };
 
 // What an export needs to know about the set-up; gdaki doctor fills it from its probes.
 struct backend_inputs {
-  std::string provider = "soft";  // "soft", "mlx5"
+  std::string provider = "soft";  // the provider's name, for messages ("soft", "mlx5", a fabric)
+  // What the provider declares (verbs::provider_ops::caps); the choice reads only these.
+  // Not given: those of the registered provider named `provider` (none for a libfabric
+  // fabric: its NIC executes no mlx5 WQEs).
+  std::optional<verbs::provider_caps> caps;
   gdaki::initiator initiator = gdaki::initiator::cpu;
   // GPU initiators on mlx5: whether GPU stores reach the NIC's doorbell (UAR) page, i.e.
   // cuMemHostRegister(IOMEMORY) of it works. Only a real UAR page can tell.

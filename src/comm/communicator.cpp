@@ -136,7 +136,7 @@ void communicator::impl::setup() {
   if (opt.sq_wqebbs == 0 || opt.sq_wqebbs > attr.max_qp_wr)
     throw error(status::invalid, me + ": options.sq_wqebbs = " + std::to_string(opt.sq_wqebbs) + " but " + opt.device +
                                      " allows 1.." + std::to_string(attr.max_qp_wr));
-  if (opt.traffic_class != 0 && device.provider_name() != "soft" && device.provider_name() != "mlx5")
+  if (opt.traffic_class != 0 && !device.caps().traffic_class)
     throw error(status::not_supported, me + ": options.traffic_class on " + opt.device + " is not supported");
   pd = verbs::pd(device);
   scratch_mr = verbs::mr(pd, &scratch, sizeof(scratch), verbs::access::local_write);

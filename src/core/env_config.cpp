@@ -64,6 +64,8 @@ constexpr variable vars[] = {
      "src/providers/soft/soft_config.cpp"},
     {"GDAKI_SOFT_ALLOW_OTHER_USERS", kind::boolean, "0", 0, 0, "",
      "accept unix-socket peers of another user id (that still prove the secret)", "src/providers/soft/soft_config.cpp"},
+    {"GDAKI_VERBS_LOG_ERRORS", kind::boolean, "0", 0, 0, "",
+     "libgdaki_verbs.so prints every error completion it hands to ibv_poll_cq", "src/ibverbs/verbs_cq.cpp"},
     {"GDAKI_LIBCUDA", kind::text, "", 0, 0, "", "path of libcuda.so.1, replacing the loader's search",
      "src/gpu/dynlib.cpp (src/gpu/cuda_driver.cpp)"},
     {"GDAKI_LIBGDRAPI", kind::text, "", 0, 0, "", "path of libgdrapi.so.2, replacing the loader's search",

@@ -10,6 +10,7 @@
 
 #include "gdaki/error.hpp"
 #include "gdaki/export.hpp"
+#include "gdaki/verbs/provider_caps.hpp"
 
 namespace gdaki {
 
@@ -55,21 +56,22 @@ bool reaches_queues(const backend_inputs& in, bool gpu_thread, const char* who, 
   return ok;
 }
 
-// Why each backend cannot work on `in` (empty: it can). The soft NIC's engine is a CPU
-// thread whatever the backend, so the queues must be CPU-reachable for all three there.
+// Why each backend cannot work on `in` (empty: it can). A NIC modelled by CPU threads (the
+// soft NIC's engine) is a CPU thread whatever the backend, so the queues must be
+// CPU-reachable for all three there.
 struct feasibility {
   std::string direct, cpu_assisted, proxy;
 };
 
-feasibility check_backends(const backend_inputs& in) {
+feasibility check_backends(const backend_inputs& in, const verbs::provider_caps& caps) {
   const bool gpu = in.initiator == initiator::gpu;
   const char* initiators = gpu ? "GPU initiators" : "CPU initiators";
   feasibility f;
   std::string engine;
-  if (in.provider == "soft") reaches_queues(in, false, "the soft NIC's engine (a CPU thread)", &engine);
+  if (caps.nic_on_cpu_threads) reaches_queues(in, false, "the NIC's engine (a CPU thread)", &engine);
 
   reaches_queues(in, gpu, initiators, &f.direct);
-  if (gpu && in.provider == "mlx5" && in.gpu_uar == backend_inputs::uar_mapping::no) {
+  if (gpu && caps.mmio_doorbell && in.gpu_uar == backend_inputs::uar_mapping::no) {
     if (!f.direct.empty()) f.direct += "; ";
     f.direct += "GPU stores cannot reach the NIC's doorbell (UAR) page (cuMemHostRegister(IOMEMORY) of it failed)";
   }
@@ -109,8 +111,8 @@ const char* to_string(backend_inputs::memory m) {
 
 backend_choice choose_backend(const backend_inputs& in, backend_request request) {
   const bool gpu = in.initiator == initiator::gpu;
-  const bool wqe_nic = in.provider == "soft" || in.provider == "mlx5";
-  if (!wqe_nic) {
+  const verbs::provider_caps caps = in.caps ? *in.caps : verbs::caps_of(in.provider).value_or(verbs::provider_caps{});
+  if (!caps.executes_wqes) {
     // A fabric that does not execute mlx5 WQEs (libfabric's tcp, shm, verbs, efa, ...):
     // only descriptors can travel, and a CPU proxy turns them into fabric operations.
     if (request == backend_request::direct || request == backend_request::cpu_assisted) {
@@ -121,7 +123,7 @@ backend_choice choose_backend(const backend_inputs& in, backend_request request)
                  "' does not execute mlx5 WQEs: initiators write descriptors and a CPU proxy posts them "
                  "through libfabric");
   }
-  const feasibility f = check_backends(in);
+  const feasibility f = check_backends(in, caps);
   switch (request) {
     case backend_request::direct:
       if (!f.direct.empty()) refuse(in, "direct", f.direct + "; use cpu-assisted or proxy where they can run");
@@ -135,19 +137,25 @@ backend_choice choose_backend(const backend_inputs& in, backend_request request)
     case backend_request::automatic:
       break;
   }
-  // Direct where it surely works; the soft NIC and CPU initiators on mlx5 need nothing more.
-  const bool mlx5_gpu = gpu && in.provider == "mlx5";
-  if (f.direct.empty() && !mlx5_gpu) {
-    if (in.provider == "soft") {
-      return gpu ? direct("soft NIC, GPU initiators: GPU threads write WQEs and doorbell records in host-pinned "
-                          "memory and the soft NIC's engine thread polls the doorbell records; no extra CPU service")
-                 : direct("soft NIC, CPU initiators: the thread that rings the doorbell runs the NIC model (host "
-                          "hook); no extra CPU service");
+  // Direct where it surely works: a NIC that polls doorbell records, and CPU initiators
+  // (they store to an MMIO doorbell page themselves). GPU stores to an MMIO doorbell need
+  // the page mapped for the GPU.
+  const bool gpu_mmio = gpu && caps.mmio_doorbell;
+  if (f.direct.empty() && !gpu_mmio) {
+    if (!caps.mmio_doorbell) {
+      if (gpu) {
+        return direct(in.provider + " NIC, GPU initiators: GPU threads write WQEs and doorbell records in host-pinned "
+                      "memory and the NIC's engine thread polls the doorbell records; no extra CPU service");
+      }
+      return direct(in.provider + " NIC, CPU initiators: " +
+                    (caps.doorbell_runs_nic ? "the thread that rings the doorbell runs the NIC model (host hook)"
+                                            : "the NIC polls the doorbell records") +
+                    "; no extra CPU service");
     }
-    return direct("mlx5, CPU initiators: CPU threads store to the doorbell (UAR) page themselves");
+    return direct(in.provider + ", CPU initiators: CPU threads store to the doorbell (UAR) page themselves");
   }
-  if (mlx5_gpu && in.gpu_uar == backend_inputs::uar_mapping::yes && f.direct.empty()) {
-    return direct("mlx5, GPU initiators: GPU stores reach the doorbell (UAR) page (cuMemHostRegister(IOMEMORY) "
+  if (gpu_mmio && in.gpu_uar == backend_inputs::uar_mapping::yes && f.direct.empty()) {
+    return direct(in.provider + ", GPU initiators: GPU stores reach the doorbell (UAR) page (cuMemHostRegister(IOMEMORY) "
                   "of it works), so GPU threads ring the NIC themselves");
   }
   const std::string who = in.provider + ", " + (gpu ? "GPU" : "CPU") + " initiators: ";
@@ -156,7 +164,7 @@ backend_choice choose_backend(const backend_inputs& in, backend_request request)
                               "IOMMU, ACS or virtualization)"
                             : "whether GPU stores reach the doorbell (UAR) page is not known (only mapping a real "
                               "UAR page tells)";
-  // Reached only by mlx5 with GPU initiators whose UAR mapping is not confirmed (direct
+  // Reached only by GPU initiators on an MMIO doorbell whose mapping is not confirmed (direct
   // works everywhere else cpu-assisted could).
   if (f.cpu_assisted.empty()) {
     std::string why = who + uar_why + ", so GPU threads write WQEs and doorbell records and a CPU thread rings";

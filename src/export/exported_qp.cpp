@@ -134,6 +134,7 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   const verbs::detail::object_ref& r = verbs::detail::need(q.ref(), "qp");
   backend_inputs in;
   in.provider = r.ops->name != nullptr ? r.ops->name : "";
+  in.caps = r.ops->caps;
   in.initiator = opt.initiator;
   in.gpu_uar = opt.gpu_uar;
   in.rings = opt.rings;

@@ -17,6 +17,8 @@ namespace gdaki::ibverbs {
 
 // ---- devices (verbs_device.cpp) ----
 bool is_soft_device(const ibv_device* d);
+// GDAKI_VERBS_LOG_ERRORS (read once; throws gdaki::error naming it when malformed).
+bool verbs_log_errors();
 inline bool is_soft(const ibv_context* c) { return c != nullptr && is_soft_device(c->device); }
 // The soft devices, appended to rdma-core's list by ibv_get_device_list.
 int soft_device_count();

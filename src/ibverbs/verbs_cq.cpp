@@ -21,11 +21,19 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_config.hpp"
 #include "gdaki/device/cq.hpp"
 #include "gdaki/device/sq.hpp"
 #include "soft_verbs.hpp"
 
 namespace gdaki::ibverbs {
+
+// Read once; ibv_open_device reads it first, so a malformed value fails there, naming the
+// variable and the values it accepts (src/core/env_config.cpp).
+bool verbs_log_errors() {
+  static const bool on = env::read_bool("GDAKI_VERBS_LOG_ERRORS", false);
+  return on;
+}
 
 namespace {
 
@@ -52,11 +60,7 @@ ibv_wc_status status_of(prm::syndrome s) {
 // GDAKI_VERBS_LOG_ERRORS=1: print every error completion (the first one names the cause;
 // programs often print only the first they poll, which may be a flush of another queue).
 void report_error(const qp_state* q, bool send, const ibv_wc& w, const dev::completion& c) {
-  static const bool on = [] {
-    const char* v = std::getenv("GDAKI_VERBS_LOG_ERRORS");
-    return v != nullptr && *v != '\0' && *v != '0';
-  }();
-  if (!on) return;
+  if (!verbs_log_errors()) return;
   std::fprintf(stderr, "gdaki verbs: qp 0x%06x %s wr_id %llu: ibv_wc_status %d (syndrome 0x%02x)\n", q->q.qpn(),
                send ? "send" : "recv", static_cast<unsigned long long>(w.wr_id), static_cast<int>(w.status),
                static_cast<unsigned>(c.syndrome));

@@ -94,6 +94,7 @@ ibv_context* soft_open_device(ibv_device* d) {
   st->index = static_cast<uint32_t>(index_of(d));
   try {
     st->dev = verbs::device::open("soft" + std::to_string(st->index));
+    (void)verbs_log_errors();  // a malformed value fails here, not in a poll
   } catch (const gdaki::error& e) {
     errno = soft_fail("ibv_open_device", e.code(), std::string(d->name) + ": " + e.what());
     delete st;

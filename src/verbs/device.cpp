@@ -38,6 +38,8 @@ const std::string& device::name() const { return detail::need(ref_, "device").la
 
 std::string device::provider_name() const { return detail::need(ref_, "device").ops->name; }
 
+provider_caps device::caps() const { return detail::need(ref_, "device").ops->caps; }
+
 device_attr device::query() const {
   const auto& r = detail::need(ref_, "device");
   device_attr a;

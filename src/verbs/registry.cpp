@@ -34,4 +34,11 @@ std::vector<const provider_ops*> providers() {
   return r.list;
 }
 
+std::optional<provider_caps> caps_of(std::string_view provider_name) {
+  for (const provider_ops* p : providers()) {
+    if (provider_name == p->name) return p->caps;
+  }
+  return std::nullopt;
+}
+
 }  // namespace gdaki::verbs

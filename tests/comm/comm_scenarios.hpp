@@ -21,6 +21,16 @@ using gdaki::status;
 
 constexpr uint64_t sec = 1'000'000'000ull;
 
+inline std::string hex(uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  do {
+    s.insert(s.begin(), digits[v & 15]);
+    v >>= 4;
+  } while (v != 0);
+  return s;
+}
+
 inline std::string fail(const comm::communicator& c, const std::string& what) {
   return "rank " + std::to_string(c.rank()) + ": " + what + (c.describe_error().empty() ? "" : " [" + c.describe_error() + "]");
 }
@@ -343,7 +353,8 @@ inline std::string scopes_on_host_grid(comm::communicator& c) {
     for (int t = 0; t < 64; ++t)
       if (t % n == me)
         COMM_CHECK(got[64 + 64 * r + t] == ((uint64_t(r) << 32) | uint64_t(t)), c,
-                   "mixed-peer warp put from rank " + std::to_string(r) + " thread " + std::to_string(t));
+                   "mixed-peer warp put from rank " + std::to_string(r) + " thread " + std::to_string(t) + " (read 0x" +
+                       hex(got[64 + 64 * r + t]) + ", signal 10 = " + std::to_string(comm::read_signal(d, 10)) + ")");
   COMM_OK(comm::flush(d, 0), c);
   c.barrier();
   COMM_OK(comm::reset_signal(d, 10), c);

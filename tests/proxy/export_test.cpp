@@ -103,6 +103,39 @@ TEST(choose_backend, impossible_requests_fail_naming_the_provider_and_the_cause)
   expect_refused("libfabric", initiator::gpu, uar::unknown, backend_request::cpu_assisted, "use the proxy backend");
 }
 
+// The choice reads the provider's declared capabilities, never its name: a provider named
+// like neither built-in one gets exactly the built-in one's choice when it declares the
+// same capabilities, and the proxy when it declares a NIC that executes no WQEs.
+TEST(choose_backend, decides_by_declared_capabilities_not_by_provider_name) {
+  for (const char* builtin : {"soft", "mlx5"}) {
+    const auto caps = gdaki::verbs::caps_of(builtin);
+    if (!caps) GTEST_SKIP() << "provider " << builtin << " is not built here";
+    for (initiator who : {initiator::cpu, initiator::gpu}) {
+      for (uar u : {uar::no, uar::yes, uar::unknown}) {
+        SCOPED_TRACE(std::string(builtin) + (who == initiator::gpu ? " gpu" : " cpu") + " uar " +
+                     std::to_string(static_cast<int>(u)));
+        backend_inputs in;
+        in.provider = "acme";
+        in.caps = *caps;
+        in.initiator = who;
+        in.gpu_uar = u;
+        const gdaki::backend_choice named = choose(builtin, who, u, backend_request::automatic);
+        const gdaki::backend_choice declared = gdaki::choose_backend(in);
+        EXPECT_EQ(declared.name, named.name);
+        EXPECT_EQ(declared.backend, named.backend);
+        EXPECT_EQ(declared.db_mode, named.db_mode);
+        EXPECT_EQ(declared.cpu_service, named.cpu_service);
+        EXPECT_NE(declared.reason.find("acme"), std::string::npos) << declared.reason;
+      }
+    }
+  }
+  backend_inputs in;
+  in.provider = "soft";  // the name of a WQE-executing provider, with caps that say otherwise
+  in.caps = gdaki::verbs::provider_caps{};
+  EXPECT_EQ(gdaki::choose_backend(in).name, "proxy");
+  EXPECT_FALSE(gdaki::verbs::caps_of("no-such-provider").has_value());
+}
+
 // One soft0 pair: A (exported, the initiator's side) -> B (the target's memory).
 struct pair_world {
   verbs::device dev = verbs::device::open("soft0");

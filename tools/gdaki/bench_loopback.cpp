@@ -192,8 +192,9 @@ struct loopback::state {
   // processes.
   remote_ptr to_b_dst{}, to_b_src{}, to_b_aux{}, to_a_dst{};
 
-  // Hardware providers: the RTR path (bench_path.hpp); the soft NIC needs none.
-  bool hardware() const { return opt.provider != "soft"; }
+  // A NIC that is not modelled on CPU threads needs the RTR path (bench_path.hpp); the
+  // soft NIC needs none.
+  bool hardware() const { return !dev.caps().nic_on_cpu_threads; }
   port_address own_port() const { return address_of(dev.query_port(1)); }
   verbs::qp_attr path(const port_address& peer) const { return path_to(peer, 1, opt.gid_index); }
 

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gdaki/verbs/provider_caps.hpp"
+
 namespace gdaki::verbs {
 
 namespace detail {
@@ -79,6 +81,8 @@ class device {
   explicit operator bool() const { return ref_ != nullptr; }
   const std::string& name() const;
   std::string provider_name() const;
+  // What the device's provider declares its NIC does (decide by these, not by the name).
+  provider_caps caps() const;
 
   // Returns the device attributes. Throws gdaki::error on failure.
   device_attr query() const;

@@ -19,6 +19,7 @@
 #include "gdaki/verbs/device.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
+#include "gdaki/verbs/provider_caps.hpp"
 #include "gdaki/verbs/qp.hpp"
 
 namespace gdaki::verbs {
@@ -43,6 +44,7 @@ struct qp_create_args {
 
 struct provider_ops {
   const char* name = nullptr;
+  provider_caps caps{};  // what the NIC does; choices read these, never the name
   status (*list_devices)(std::vector<device_info>* out) = nullptr;
   status (*open_device)(std::string_view name, provider_object** out, std::string* why) = nullptr;
   status (*close_device)(provider_object* dev) = nullptr;

@@ -9,6 +9,8 @@ namespace gdaki::mlx5 {
 // cannot be constant-folded (the soft provider does the same).
 const verbs::provider_ops ops = verbs::with_defaults({
     .name = "mlx5",
+    .caps = {.executes_wqes = true, .nic_on_cpu_threads = false, .mmio_doorbell = true, .doorbell_runs_nic = false,
+             .traffic_class = true},
     .list_devices = list_devices,
     .open_device = open_device,
     .close_device = close_device,

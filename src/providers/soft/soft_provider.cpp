@@ -7,6 +7,8 @@ namespace gdaki::soft {
 // initialised before main and only read after.
 const verbs::provider_ops ops = verbs::with_defaults({
     .name = "soft",
+    .caps = {.executes_wqes = true, .nic_on_cpu_threads = true, .mmio_doorbell = false, .doorbell_runs_nic = true,
+             .traffic_class = true},
     .list_devices = list_devices,
     .open_device = open_device,
     .close_device = close_device,
