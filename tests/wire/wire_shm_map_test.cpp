@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "providers/soft/wire/shm_map.hpp"
 #include "wire_fixture.hpp"
 
 using namespace wire_test;
@@ -230,4 +231,25 @@ TEST(wire_shm_map, a_killed_target_ends_a_mapped_stream_in_retry_exceeded_then_f
   const got f = write_one();
   ASSERT_TRUE(f.ok);
   EXPECT_EQ(f.c.syndrome, syndrome::wr_flush);
+}
+
+// The revocation table tells grants apart by epoch, not by key alone. A key-table slot's
+// tag differs only from its previous one, so the registration after next may get the very
+// rkey of an old one; a peer still holding the old registration's mapping (whose file the
+// owner no longer uses) would then pass a key-only check once anyone is granted the new
+// registration, and its writes would land where nobody reads. That is how the
+// communicator's multi-process scenario lost a put's data while its signal arrived
+// (comm_procs under a loaded ctest). The owner's side: every revoke moves the slot's epoch
+// on, so the same rkey granted again carries another epoch; the peer's copy compares both.
+TEST(wire_shm_map, a_grant_of_a_reused_rkey_carries_a_new_epoch) {
+  namespace shm = gdaki::soft::shm;
+  const uint32_t rkey = ((shm::table_slots - 7 + 2) << 8) | 0x5a;  // a slot no MR here uses
+  uint32_t first = 0, again = 0, third = 0;
+  ASSERT_TRUE(shm::grant(rkey, &first));
+  shm::revoke(rkey, 10);
+  ASSERT_TRUE(shm::grant(rkey, &again));
+  EXPECT_NE(again, first) << "the same rkey granted after a revoke must not look like the old grant";
+  ASSERT_TRUE(shm::grant(rkey, &third));
+  EXPECT_EQ(third, again) << "granting again without a revoke keeps the epoch";
+  shm::revoke(rkey, 10);
 }

@@ -257,11 +257,12 @@ int table_fd() {
   return ::dup(table().fd);
 }
 
-bool grant(uint32_t rkey) {
+bool grant(uint32_t rkey, uint32_t* epoch) {
   revocation_slot* s = table_slots_ptr();
   const uint32_t slot = slot_of(rkey);
   if (s == nullptr || (rkey >> 8) < 2 || slot >= table_slots) return false;
   s[slot].key.store(rkey, std::memory_order_seq_cst);
+  *epoch = s[slot].epoch.load(std::memory_order_seq_cst);
   return true;
 }
 
@@ -275,6 +276,9 @@ void revoke(uint32_t key, uint32_t wait_ms) {
   if (s == nullptr || (key >> 8) < 2 || slot >= table_slots) return;
   uint32_t granted = key;  // grants name the rkey
   if (!s[slot].key.compare_exchange_strong(granted, 0, std::memory_order_seq_cst)) return;  // none for it
+  // Every mapping made under this grant is now stale for good, even once a later
+  // registration of the slot gets the same rkey and a grant of its own.
+  s[slot].epoch.fetch_add(1, std::memory_order_seq_cst);
   // A peer that incremented users before our store may still be copying: wait for it. A
   // peer that dies mid-copy leaves its count behind; after wait_ms we go on (its process
   // is gone, or stopped for longer than any wire timeout).

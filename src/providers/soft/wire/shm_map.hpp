@@ -2,9 +2,10 @@
 // soft::alloc_shared() lives in a memfd; a registration inside it gets a memfd of its own
 // (below), and a peer process on this host that is granted that MR maps it and moves RDMA
 // WRITE and READ data with one memcpy of its own, no syscall. A revocation table (one more memfd, shared with every peer) lets
-// deregistration take the grant back: {key, users} per key-table slot; a peer copies
-// only while it holds a user count and sees the key still there, and deregistration
-// clears the key and waits for the users to leave (seq_cst on both sides, Dekker style).
+// deregistration take the grant back: {key, users, epoch} per key-table slot; a peer
+// copies only while it holds a user count and sees the key and the epoch of its grant
+// still there, and deregistration clears the key, moves the epoch on and waits for the
+// users to leave (seq_cst on both sides, Dekker style).
 #pragma once
 
 #include <atomic>
@@ -40,8 +41,15 @@ bool registration_file(uint32_t rkey, bool writable, int* fd, uint64_t* file_off
 struct revocation_slot {
   std::atomic<uint32_t> key;    // the rkey granted for this key-table slot; 0 = none
   std::atomic<uint32_t> users;  // peers copying under that grant right now
+  // Moves on at every revoke of the slot. The key alone cannot tell grants apart: a slot's
+  // tag differs from its previous one only, so the registration after next may get the
+  // very rkey of an old one, and a peer still holding the old mapping (its file no longer
+  // the owner's memory) would pass a key check and write where nobody reads. Found by the
+  // communicator's multi-process scenarios: a put's data lost while its signal arrived.
+  std::atomic<uint32_t> epoch;
+  uint32_t reserved;
 };
-static_assert(sizeof(revocation_slot) == 8 && std::atomic<uint32_t>::is_always_lock_free,
+static_assert(sizeof(revocation_slot) == 16 && std::atomic<uint32_t>::is_always_lock_free,
               "the table is shared by processes: plain lock-free 32-bit words");
 
 inline constexpr uint32_t table_slots = 1u << 20;  // key-table slots a grant can name
@@ -49,9 +57,10 @@ inline constexpr uint32_t table_slots = 1u << 20;  // key-table slots a grant ca
 // The table's memfd (a dup for the caller to send and close), created on first use; -1
 // if it cannot be made.
 int table_fd();
-// Records a grant of rkey for its slot. Caller holds the key table's shared lock (the MR
-// stays registered meanwhile). False if the slot is beyond the table.
-bool grant(uint32_t rkey);
+// Records a grant of rkey for its slot and gives the slot's epoch, which the peer keeps
+// with its mapping. Caller holds the key table's shared lock (the MR stays registered
+// meanwhile). False if the slot is beyond the table.
+bool grant(uint32_t rkey, uint32_t* epoch);
 // Takes back the grant of `key` (the rkey), if its slot holds one, and waits
 // (at most wait_ms) until no peer copies under it. Called by deregistration (under the
 // key table's exclusive lock) and when the responder QP a grant was made through stops
@@ -70,6 +79,7 @@ struct mapping {
   uint64_t length = 0;
   uint32_t access = 0;         // verbs::access bits the grant allows (MR and QP)
   uint32_t rkey = 0;
+  uint32_t epoch = 0;          // the slot's epoch at the grant (revocation_slot::epoch)
   revocation_slot* slot = nullptr;
   ~mapping();
 };

@@ -869,10 +869,11 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
         const bool writable = (access & verbs::access::remote_write) != 0;
         if (access != 0 && shm::registration_file(rkey, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
-          if (fds[1] >= 0 && shm::grant(rkey)) {
+          uint32_t epoch = 0;
+          if (fds[1] >= 0 && shm::grant(rkey, &epoch)) {
             q->granted_rkeys.push_back(rkey);  // taken back if q leaves RTR/RTS
             granted = true;
-            ok = {e->addr, e->length, off, access, 0};
+            ok = {e->addr, e->length, off, access, epoch};
           }
         }
       }
@@ -1351,6 +1352,7 @@ shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t 
         mp->length = ok.length;
         mp->access = ok.access;
         mp->rkey = rkey;
+        mp->epoch = ok.epoch;
         mp->slot = &c.table[slot];
         m = std::move(mp);
       }
@@ -1386,7 +1388,7 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return mapped_result::dead;
   }
   m.slot->users.fetch_add(1, std::memory_order_seq_cst);
-  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey) {
+  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey || m.slot->epoch.load(std::memory_order_seq_cst) != m.epoch) {
     m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
     return mapped_result::revoked;  // deregistered: the peer's responder says so
   }

@@ -92,7 +92,7 @@ struct map_ok_body {
   uint64_t length;
   uint64_t file_off;  // where that byte is in the MR's memfd
   uint32_t access;    // verbs::access bits granted (the MR's and the QP's together)
-  uint32_t reserved;
+  uint32_t epoch;     // the grant's revocation epoch (shm::revocation_slot::epoch)
 };
 static_assert(sizeof(map_ok_body) == 32, "fixed map_ok body");
 
