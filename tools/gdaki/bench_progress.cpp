@@ -45,10 +45,12 @@ void progress::loop() {
   const auto first_now = [this] { return quiet_s_ == 0 && !printed_ && !what_.empty(); };
   for (;;) {
     cv_.wait_for(lk, std::chrono::milliseconds(250), [&] { return stop_ || first_now(); });
-    if (stop_) return;
+    // --progress promises a line: a run that ends before this thread first woke (a short
+    // run on a busy machine) still prints it, once, before the thread stops.
+    if (stop_ && !first_now()) return;
     const auto now = std::chrono::steady_clock::now();
     const double el = std::chrono::duration<double>(now - t0).count();
-    if (el < quiet_s_ || what_.empty() || (printed_ && now - last < period)) continue;
+    if (!stop_ && (el < quiet_s_ || what_.empty() || (printed_ && now - last < period))) continue;
     last = now;
     std::fprintf(stderr, "%s[gdaki bench] %.0f s: %s (%llu/%llu sizes done)%s", tty_ ? "\r\033[K" : "", el,
                  what_.c_str(), static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
