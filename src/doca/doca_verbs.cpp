@@ -29,6 +29,27 @@ Handle* make_handle(Open* o) {
   return h;
 }
 
+// doca_verbs_*_attr_create: a new attribute object of gdaki's (`Open`, defaults as DOCA's)
+// behind the DOCA handle, or an error naming `call` and the NULL out-pointer `what`.
+template <typename Handle, typename Open>
+doca_error_t create_attr(Handle** out, const char* call, const char* what) {
+  if (out == nullptr) return fail(invalid, call, std::string(what) + " is NULL");
+  return guarded(call, [&] {
+    *out = make_handle<Handle>(new Open{});
+    return DOCA_SUCCESS;
+  });
+}
+
+// doca_verbs_*_attr_destroy: frees what create_attr made; refuses NULL or a foreign handle.
+template <typename Handle>
+doca_error_t destroy_attr(Handle* h, const char* call, const char* what) {
+  auto* o = open_of(h);
+  if (o == nullptr) return fail(invalid, call, std::string(what) + " is NULL or not gdaki's");
+  delete o;
+  delete h;
+  return DOCA_SUCCESS;
+}
+
 verbs::qp_state to_gdaki(enum doca_verbs_qp_state s) {
   switch (s) {
     case DOCA_VERBS_QP_STATE_RST: return verbs::qp_state::reset;
@@ -176,17 +197,10 @@ extern "C" doca_error_t doca_verbs_ah_attr_create(doca_dev_t* net_dev, doca_verb
   if (open_of(net_dev) == nullptr || verbs_ah == nullptr) {
     return fail(invalid, "doca_verbs_ah_attr_create", "net_dev (gdaki's) and verbs_ah must not be NULL");
   }
-  return guarded("doca_verbs_ah_attr_create", [&] {
-    *verbs_ah = make_handle<doca_verbs_ah_attr_t>(new doca_verbs_ah_attr_open{});
-    return DOCA_SUCCESS;
-  });
+  return create_attr<doca_verbs_ah_attr_t, doca_verbs_ah_attr_open>(verbs_ah, "doca_verbs_ah_attr_create", "verbs_ah");
 }
 extern "C" doca_error_t doca_verbs_ah_attr_destroy(doca_verbs_ah_attr_t* verbs_ah) {
-  doca_verbs_ah_attr_open* o = open_of(verbs_ah);
-  if (o == nullptr) return fail(invalid, "doca_verbs_ah_attr_destroy", "verbs_ah is NULL or not gdaki's");
-  delete o;
-  delete verbs_ah;
-  return DOCA_SUCCESS;
+  return destroy_attr(verbs_ah, "doca_verbs_ah_attr_destroy", "verbs_ah");
 }
 
 #define GDAKI_DOCA_SETTER(call, handle_type, arg_decl, statement)                          \
@@ -222,18 +236,10 @@ extern "C" doca_error_t gdaki_doca_ah_attr_set_token(doca_verbs_ah_attr_t* verbs
 
 /* ---- QP init attributes -------------------------------------------------------------------- */
 extern "C" doca_error_t doca_verbs_qp_init_attr_create(doca_verbs_qp_init_attr_t** a) {
-  if (a == nullptr) return fail(invalid, "doca_verbs_qp_init_attr_create", "verbs_qp_init_attr is NULL");
-  return guarded("doca_verbs_qp_init_attr_create", [&] {
-    *a = make_handle<doca_verbs_qp_init_attr_t>(new doca_verbs_qp_init_attr_open{});
-    return DOCA_SUCCESS;
-  });
+  return create_attr<doca_verbs_qp_init_attr_t, doca_verbs_qp_init_attr_open>(a, "doca_verbs_qp_init_attr_create", "verbs_qp_init_attr");
 }
 extern "C" doca_error_t doca_verbs_qp_init_attr_destroy(doca_verbs_qp_init_attr_t* a) {
-  doca_verbs_qp_init_attr_open* o = open_of(a);
-  if (o == nullptr) return fail(invalid, "doca_verbs_qp_init_attr_destroy", "qp_init_attr is NULL or not gdaki's");
-  delete o;
-  delete a;
-  return DOCA_SUCCESS;
+  return destroy_attr(a, "doca_verbs_qp_init_attr_destroy", "verbs_qp_init_attr");
 }
 GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_pd, doca_verbs_qp_init_attr_t, doca_dev_t* net_dev, o->pd = net_dev)
 GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_send_cq, doca_verbs_qp_init_attr_t, doca_verbs_cq_t* cq, o->send_cq = cq)
@@ -302,18 +308,10 @@ extern "C" doca_error_t doca_verbs_qp_init_attr_set_ordering_semantic(doca_verbs
 
 /* ---- QP attributes ------------------------------------------------------------------------- */
 extern "C" doca_error_t doca_verbs_qp_attr_create(doca_verbs_qp_attr_t** a) {
-  if (a == nullptr) return fail(invalid, "doca_verbs_qp_attr_create", "verbs_qp_attr is NULL");
-  return guarded("doca_verbs_qp_attr_create", [&] {
-    *a = make_handle<doca_verbs_qp_attr_t>(new doca_verbs_qp_attr_open{});
-    return DOCA_SUCCESS;
-  });
+  return create_attr<doca_verbs_qp_attr_t, doca_verbs_qp_attr_open>(a, "doca_verbs_qp_attr_create", "verbs_qp_attr");
 }
 extern "C" doca_error_t doca_verbs_qp_attr_destroy(doca_verbs_qp_attr_t* a) {
-  doca_verbs_qp_attr_open* o = open_of(a);
-  if (o == nullptr) return fail(invalid, "doca_verbs_qp_attr_destroy", "verbs_qp_attr is NULL or not gdaki's");
-  delete o;
-  delete a;
-  return DOCA_SUCCESS;
+  return destroy_attr(a, "doca_verbs_qp_attr_destroy", "verbs_qp_attr");
 }
 GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_next_state, doca_verbs_qp_attr_t, enum doca_verbs_qp_state s,
                   o->next_state = s)
@@ -364,18 +362,10 @@ extern "C" uint32_t doca_verbs_qp_attr_get_dest_qp_num(const doca_verbs_qp_attr_
 
 /* ---- CQs ------------------------------------------------------------------------------------ */
 extern "C" doca_error_t doca_verbs_cq_attr_create(doca_verbs_cq_attr_t** a) {
-  if (a == nullptr) return fail(invalid, "doca_verbs_cq_attr_create", "verbs_cq_attr is NULL");
-  return guarded("doca_verbs_cq_attr_create", [&] {
-    *a = make_handle<doca_verbs_cq_attr_t>(new doca_verbs_cq_attr_open{});
-    return DOCA_SUCCESS;
-  });
+  return create_attr<doca_verbs_cq_attr_t, doca_verbs_cq_attr_open>(a, "doca_verbs_cq_attr_create", "verbs_cq_attr");
 }
 extern "C" doca_error_t doca_verbs_cq_attr_destroy(doca_verbs_cq_attr_t* a) {
-  doca_verbs_cq_attr_open* o = open_of(a);
-  if (o == nullptr) return fail(invalid, "doca_verbs_cq_attr_destroy", "verbs_cq_attr is NULL or not gdaki's");
-  delete o;
-  delete a;
-  return DOCA_SUCCESS;
+  return destroy_attr(a, "doca_verbs_cq_attr_destroy", "verbs_cq_attr");
 }
 GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_size, doca_verbs_cq_attr_t, uint32_t v, o->size = v)
 GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_overrun, doca_verbs_cq_attr_t, enum doca_verbs_cq_overrun v,
