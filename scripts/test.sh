@@ -59,7 +59,7 @@ if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
   # per rank, which is where its races would be; its 10,000-round stress tests, the
   # multi-process runs and the example are left to the release and ASan passes.
   run_labels tsan 'unit|core|soft|device|proxy|wire|comm' -LE 'install|stress' \
-    -E 'soft_idle|wire_failures|wire_fault_stress|comm_local_stress|comm_procs|comm_mpi|example'
+    -E 'soft_idle|wire_failures|wire_fault_stress|comm_local_stress|comm_procs|comm_mpi|^example\.'
   echo "=== [tsan] pass took ${SECONDS}s"
 fi
 
