@@ -62,6 +62,11 @@ TEST_P(comm_local, teams_stride_and_colour) {
   EXPECT_EQ(on_every_rank(comms, teams), "");
 }
 
+TEST_P(comm_local, barrier_covers_puts_to_self) {
+  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  EXPECT_EQ(on_every_rank(comms, barrier_covers_puts_to_self), "");
+}
+
 TEST_P(comm_local, errors_abi_timeouts_and_raw_qp) {
   auto comms = comm::communicator::create_local(GetParam(), small_options());
   EXPECT_EQ(on_every_rank(comms, errors_and_escape_hatch), "");

@@ -76,6 +76,7 @@ int run_all(comm::communicator& c) {
   std::string e;
   if (e.empty()) e = every_operation(c);
   if (e.empty()) e = teams(c);
+  if (e.empty()) e = barrier_covers_puts_to_self(c);
   if (e.empty()) e = errors_and_escape_hatch(c);
   if (e.empty()) e = heap(c);
   if (e.empty()) e = scopes_on_host_grid(c);

@@ -248,6 +248,38 @@ inline std::string teams(comm::communicator& c) {
   return "";
 }
 
+// A barrier makes this rank's own puts to itself visible too: a rank is a member of its
+// team, and a put to self travels its loopback QP like any other. Large puts (256 KiB, so
+// the engine is still copying when the barrier is entered), to self, followed by a
+// barrier of the world team and of a team of one (each rank alone in its colour), then
+// every byte is read back at once.
+inline std::string barrier_covers_puts_to_self(comm::communicator& c) {
+  const comm::dev_comm& d = c.device();
+  const int me = c.rank();
+  const comm::dev_team alone = c.split_colour(me, 0);
+  COMM_CHECK(alone.size == 1 && alone.rank == 0, c, "a colour of its own is a team of one");
+  constexpr uint64_t half = 256 * 1024;
+  const comm::window_t win = c.alloc_window(2 * half);
+  auto* base = static_cast<uint8_t*>(c.window_base(win));
+  for (int round = 0; round < 4; ++round) {
+    const comm::dev_team& team = round % 2 == 0 ? d.world : alone;
+    const uint8_t fill = static_cast<uint8_t>(0x10 * (round + 1) + me);
+    std::memset(base, fill, half);
+    std::memset(base + half, 0, half);
+    c.barrier();
+    COMM_OK(comm::put(d, 0, team, team.rank, win, half, win, 0, half), c);
+    COMM_OK(comm::barrier(d, 0, team, 10 * sec), c);
+    uint64_t stale = 0;
+    for (uint64_t i = 0; i < half; ++i) stale += base[half + i] != fill;
+    COMM_CHECK(stale == 0, c, std::to_string(stale) + " bytes of a put to self not yet landed after the " +
+                                  (round % 2 == 0 ? "world" : "one-rank team") + " barrier");
+    COMM_OK(comm::flush(d, 0), c);
+  }
+  c.barrier();
+  c.free_window(win);
+  return "";
+}
+
 // The ABI check, range and id errors (named in describe_error), the timeout form of a wait,
 // and the raw QP escape hatch.
 inline std::string errors_and_escape_hatch(comm::communicator& c) {

@@ -594,9 +594,11 @@ GDAKI_HD inline status reset_counter(const dev_comm& c, counter_t k) {
 // ---- barrier ---------------------------------------------------------------------------
 
 // Every member of team t has entered this barrier (GIN style, over signals): the caller
-// sets its barrier slot at every other member to a new generation, on context ctx, and
-// waits for theirs. Puts this rank posted on ctx before the barrier are visible at each
-// member before that member leaves (each slot write follows them on the same QP). One
+// sets its barrier slot at every member to a new generation, on context ctx, and waits for
+// theirs. Puts this rank posted on ctx before the barrier are visible at each member
+// before that member leaves (each slot write follows them on the same QP). The caller is
+// a member too: its own slot travels its loopback QP behind its puts to itself, which an
+// engine may still be executing when the caller enters (a team of one still waits). One
 // caller (thread, warp or block) per team at a time on each rank. Returns ok, io_error or
 // timeout (the record names the first member that did not arrive, and the team).
 template <typename Scope = scope_thread>
@@ -610,7 +612,6 @@ GDAKI_HD inline status barrier(const dev_comm& c, uint32_t ctx, const dev_team& 
       const uint32_t base = c.nsignals + t.barrier_id * c.nranks;
       const uint32_t me = static_cast<uint32_t>(c.rank);
       for (uint32_t r = 0; r < t.size && st == static_cast<uint64_t>(status::ok); ++r) {
-        if (static_cast<int32_t>(r) == t.rank) continue;
         const int32_t w = team_to_world(t, static_cast<int32_t>(r));
         uint64_t ticket = 0;
         const status s = dev::signal<scope_thread, dev::sharing::grid>(
@@ -623,7 +624,6 @@ GDAKI_HD inline status barrier(const dev_comm& c, uint32_t ctx, const dev_team& 
       }
       const uint64_t t0 = dev::arch::clock_ns();
       for (uint32_t r = 0; r < t.size && st == static_cast<uint64_t>(status::ok); ++r) {
-        if (static_cast<int32_t>(r) == t.rank) continue;
         const int32_t w = team_to_world(t, static_cast<int32_t>(r));
         const uint64_t* slot = detail::local_signal(c, base + static_cast<uint32_t>(w));
         for (uint32_t i = 0;; ++i) {
