@@ -546,4 +546,18 @@ GDAKI_HD inline void bad_inline_lane_kernel(qp_handle* qp, remote_ptr dst, uint3
   out[2 * lane + 1] = s == status::ok ? static_cast<uint64_t>(wait(*qp, tk, 5'000'000'000ull)) : 0;
 }
 
+// A warp or block call whose lanes pass two different QP handles: odd lanes pass qps[1]
+// (or, with only_a_skipper, lane 5 alone does, and skips). Each lane records its status.
+template <typename Scope>
+GDAKI_HD inline void disagreeing_qp_kernel(qp_handle* qps, remote_ptr dst, bool only_a_skipper, uint64_t* out) {
+  using namespace gdaki::dev;
+  const uint32_t me = std::is_same_v<Scope, scope_warp> ? arch::lane_id() : arch::thread_rank_in_block();
+  const bool other = only_a_skipper ? me == 5 : (me & 1) != 0;
+  const uint32_t flags = only_a_skipper && me == 5 ? op_flags::skip : op_flags::none;
+  const uint64_t value = 0x7700000000000000ull | me;
+  uint64_t tk = 0;
+  out[me] = static_cast<uint64_t>(p<Scope, sharing::grid>(qps[other ? 1 : 0], {dst.addr + 8ull * me, dst.rkey}, &value,
+                                                          8, &tk, flags, 5'000'000'000ull));
+}
+
 }  // namespace device_test

@@ -24,6 +24,12 @@ template __global__ void matrix<d::scope_block, sharing::grid>(matrix_args);
 __global__ void ordering(ordering_args a) { ordering_kernel(a); }
 __global__ void stress(stress_args a) { stress_kernel(a); }
 __global__ void stuck(stuck_args a) { stuck_kernel(a); }
+template <typename Scope>
+__global__ void disagreeing_qp(qp_handle* qps, remote_ptr dst, bool only_a_skipper, uint64_t* out) {
+  disagreeing_qp_kernel<Scope>(qps, dst, only_a_skipper, out);
+}
+template __global__ void disagreeing_qp<d::scope_warp>(qp_handle*, remote_ptr, bool, uint64_t*);
+template __global__ void disagreeing_qp<d::scope_block>(qp_handle*, remote_ptr, bool, uint64_t*);
 __global__ void bad_inline_lane(qp_handle* qp, remote_ptr dst, uint32_t bad_lane, uint64_t* out) {
   bad_inline_lane_kernel(qp, dst, bad_lane, out);
 }

@@ -236,4 +236,40 @@ TEST(device_ops, warp_p_with_one_bad_lane_fails_only_that_lane) {
   EXPECT_EQ(e.nic->sq_completed, 31u);
 }
 
+// Lanes of one warp (or threads of one block) that pass two different QPs: every lane
+// gets invalid and neither QP gets a WQE, whether half the lanes disagree or a single
+// skipping lane does (regression: the leader reserved in its QP, the other lanes wrote
+// their WQEs into the other QP's ring, and the leader's QP executed the holes).
+template <typename Scope>
+void check_disagreeing_qps(uint32_t threads, bool only_a_skipper) {
+  world w;
+  w.make_pairs(2);
+  reg_buffer dst(w.pdb, 8 * 64, verbs::access::all);
+  std::vector<uint64_t> out(threads, ~0ull);
+  d::host::launch(1, threads,
+                  [&] { disagreeing_qp_kernel<Scope>(w.handles.data(), dst.remote(), only_a_skipper, out.data()); });
+  for (uint32_t t = 0; t < threads; ++t) {
+    EXPECT_EQ(st(out[t]), status::invalid) << "lane " << t;
+    EXPECT_EQ(dst.words()[t], 0u) << "lane " << t << "'s value landed";
+  }
+  for (uint32_t q = 0; q < 2; ++q) {
+    EXPECT_EQ(d::quiet(w.handles[q], bound), status::ok) << "qp " << q;
+    if (wqe_tickets) {
+      EXPECT_EQ(w.nic(q).sq_completed, 1u) << "qp " << q << " executed more than the quiet's NOP";
+    }
+  }
+}
+
+TEST(device_ops, warp_lanes_passing_different_qps_all_get_invalid_and_nothing_is_posted) {
+  check_disagreeing_qps<d::scope_warp>(32, false);
+}
+
+TEST(device_ops, one_skipping_lane_with_another_qp_makes_the_warp_call_invalid) {
+  check_disagreeing_qps<d::scope_warp>(32, true);
+}
+
+TEST(device_ops, block_threads_passing_different_qps_all_get_invalid_and_nothing_is_posted) {
+  check_disagreeing_qps<d::scope_block>(48, false);
+}
+
 }  // namespace

@@ -570,6 +570,9 @@ GDAKI_HD GDAKI_FORCEINLINE uint32_t warp_ballot(bool pred) {
 #endif
 }
 
+// True when any lane of the warp passed a true predicate.
+GDAKI_HD GDAKI_FORCEINLINE bool warp_any(bool pred) { return warp_ballot(pred) != 0; }
+
 // Value of v held by lane src.
 GDAKI_HD GDAKI_FORCEINLINE uint64_t warp_shfl(uint64_t v, uint32_t src) {
 #if GDAKI_DEVICE_PASS
@@ -660,6 +663,22 @@ GDAKI_HD inline uint32_t block_exclusive_sum(uint32_t v, uint32_t* total) {
   c->block->barrier.arrive_and_wait();
   *total = sum;
   return before;
+#endif
+}
+
+// True when any thread of the block passed a true predicate. Every thread must call it.
+GDAKI_HD inline bool block_any(bool pred) {
+#if GDAKI_DEVICE_PASS
+  return __syncthreads_or(pred ? 1 : 0) != 0;
+#else
+  auto* c = host::current_context;
+  if (!c) return pred;
+  c->block->slots[thread_rank_in_block()] = pred ? 1 : 0;
+  c->block->barrier.arrive_and_wait();
+  bool any = false;
+  for (uint32_t t = 0; t < threads_in_block(); ++t) any = any || c->block->slots[t] != 0;
+  c->block->barrier.arrive_and_wait();  // slots are reused by the next block call
+  return any;
 #endif
 }
 

@@ -13,7 +13,8 @@
 //                         atomic reservation and in-order publication (sq.hpp)
 //
 // A lane or thread that has nothing to post in a collective (warp/block) call passes
-// op_flags::skip. Calls return a gdaki::status; posting calls also return a ticket (the
+// op_flags::skip. Every lane of a collective call passes the same QP handle (skipping
+// lanes too); lanes that disagree get invalid, and nothing is posted. Calls return a gdaki::status; posting calls also return a ticket (the
 // WQEBB count just past the caller's last WQE) for test/wait. Every blocking call takes a
 // timeout in nanoseconds (wait_forever = none). Host-side state dumps: device/dump.hpp.
 //
@@ -215,10 +216,31 @@ GDAKI_HD inline status post_proxy(qp_handle& qp, uint32_t n, Build& build, uint6
   return status::ok;
 }
 
+// In a warp or block call every lane passes the same QP handle, skipping lanes too: the
+// leader reserves the group's WQEBBs in its QP, every lane writes its WQEs there and waits
+// there, and every lane must take the same backend branch below to meet the others in the
+// exchanges. A lane with another QP would write WQEs into a ring where nothing was
+// reserved for them (and the leader's QP would execute the holes), so the call posts
+// nothing and every lane gets invalid. The handle's address is the identity: handles are
+// used in place, never copied. Costs a shuffle and a vote on a warp; a broadcast and a
+// __syncthreads_or on a block. (Fix: lanes of one warp passing two QPs corrupted both.)
+template <typename Scope>
+GDAKI_HD inline bool group_shares_the_qp(const qp_handle& qp) {
+  const auto mine = reinterpret_cast<uintptr_t>(&qp);
+  if constexpr (std::is_same_v<Scope, scope_warp>) {
+    return !arch::warp_any(mine != arch::warp_shfl(mine, 0));
+  } else {
+    return !arch::block_any(mine != arch::block_broadcast(mine, 0));
+  }
+}
+
 // The one data-path dispatch on the backend for posting (STYLE rule 2: a switch, no
 // function pointers). nbb == 0 means "nothing to post" for both backends.
 template <typename Scope, sharing S, typename Build>
 GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+  if constexpr (!std::is_same_v<Scope, scope_thread>) {
+    if (!group_shares_the_qp<Scope>(qp)) return status::invalid;
+  }
   switch (qp.backend) {
     case qp_backend::direct:
       return post_direct<Scope, S>(qp, nbb, build, ticket, timeout_ns);
