@@ -100,6 +100,11 @@ uint64_t now_ms() {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Waits until fd is readable (or writable); false on timeout or error.
 bool wait_fd(int fd, short events, uint64_t deadline_ms) {
   for (;;) {
@@ -430,6 +435,10 @@ struct server_conn {
   // peer cannot use map frames to guess keys (a request with a bad key ends the pair
   // anyway: its responder QP moves to ERR, as on RC).
   std::set<uint64_t> map_burned;
+  // Its last request was dropped or failed (a QP in ERR, a bad key, out of sequence): its
+  // next turn is short, so a peer that keeps sending what cannot execute (a bug, or key
+  // guessing) takes little of the I/O thread from those whose requests do.
+  bool unproductive = false;
   rx_buffer rx;
   tx_queue tx;
   // The peer closed (or reset) between two frames: it left, it did not break the protocol.
@@ -560,9 +569,22 @@ void endpoint::run() {
   epoll_event evs[64];
   std::vector<int> round, backlog;  // connections to serve this round; with work left over
   std::vector<server_conn*> later;  // this round's connections still proving the secret
+  for (handshake_budget& b : budgets_) b.at_ns = now_ns();
   for (;;) {
+    int until = expire_handshakes();
+    for (const bool unix_sock : {false, true}) {
+      handshake_budget& b = budgets_[unix_sock];
+      if (earn(b, now_ns())) {
+        if (b.parked || !b.waiting.empty()) unpark(unix_sock);
+        continue;
+      }
+      // Spent: its peers still proving the secret wait outside the epoll set until it is
+      // earned back (one part in handshake_share of the time that passes).
+      if (!b.parked) park(unix_sock);
+      const int earned_ms = static_cast<int>(-b.credit_ns * handshake_share / 1'000'000) + 1;
+      until = until < 0 ? earned_ms : std::min(until, earned_ms);
+    }
     // Work left over (bytes already buffered, or a turn cut short): look, do not wait.
-    const int until = expire_handshakes();
     const int n = ::epoll_wait(ep_fd_, evs, 64, !backlog.empty() ? 0 : until);
     if (n < 0 && errno != EINTR) return;
     round.swap(backlog);
@@ -571,7 +593,11 @@ void endpoint::run() {
       const int fd = evs[i].data.fd;
       if (fd == stop_fd_) return;
       if (fd == tcp_fd_ || fd == unix_fd_) {
+        handshake_budget& b = budgets_[fd == unix_fd_];
+        if (b.credit_ns <= 0) continue;  // parked after this wait returned
+        const int64_t t0 = now_ns();
         accept_some(fd, fd == unix_fd_);
+        spend(b, now_ns() - t0);
       } else {
         round.push_back(fd);
       }
@@ -604,7 +630,7 @@ void endpoint::run() {
         later.push_back(it->second.get());
         continue;
       }
-      serve(*it->second, frames_per_turn);
+      serve(*it->second, it->second->unproductive ? frames_per_unproductive_turn : frames_per_turn);
     }
     int handshakes = handshakes_per_round;
     for (server_conn* c : later) {
@@ -612,10 +638,63 @@ void endpoint::run() {
         backlog.push_back(c->fd);  // next round
         continue;
       }
+      handshake_budget& b = budgets_[c->unix_sock];
+      if (b.credit_ns <= 0) {
+        park_connection(*c);
+        continue;
+      }
       --handshakes;
-      serve(*c, 1);
+      const int64_t t0 = now_ns();
+      serve(*c, 1);  // may close c
+      spend(b, now_ns() - t0);
     }
   }
+}
+
+bool endpoint::earn(handshake_budget& b, int64_t now) {
+  b.credit_ns = std::min(handshake_burst_ns, b.credit_ns + (now - b.at_ns) / handshake_share);
+  b.at_ns = now;
+  return b.credit_ns > 0;
+}
+
+void endpoint::spend(handshake_budget& b, int64_t ns) {
+  b.credit_ns -= ns;
+  test_hooks::handshake_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+}
+
+void endpoint::park(bool unix_sock) {
+  // Out of the epoll set rather than masked: a masked socket still reports a hang-up,
+  // which would wake this loop for a connection it is not going to serve.
+  const int fd = unix_sock ? unix_fd_ : tcp_fd_;
+  if (fd >= 0) ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  budgets_[unix_sock].parked = true;
+}
+
+void endpoint::park_connection(const server_conn& c) {
+  ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  budgets_[c.unix_sock].waiting.emplace_back(c.fd, c.serial);
+}
+
+void endpoint::unpark(bool unix_sock) {
+  handshake_budget& b = budgets_[unix_sock];
+  const int lfd = unix_sock ? unix_fd_ : tcp_fd_;
+  if (b.parked && lfd >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = lfd;
+    ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, lfd, &ev);
+  }
+  for (const auto& [fd, serial] : b.waiting) {
+    // Closed meanwhile (its time ran out) or the number reused: not ours to re-arm.
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || it->second->serial != serial) continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  b.waiting.clear();
+  b.parked = false;
 }
 
 void endpoint::accept_some(int lfd, bool unix_sock) {
@@ -1018,6 +1097,7 @@ bool endpoint::serve_frame(server_conn& c) {
     }
   }
   if (x.failed) return false;
+  c.unproductive = dropped || rr.req != syndrome::none;
   if (!dropped && !rr.rnr && rr.req == syndrome::none) bound->second = h.seq + 1;
   if (!x.consumed && payload != 0 && !drain(c.fd, c.rx, payload, deadline)) return false;
   if (x.responded) return true;

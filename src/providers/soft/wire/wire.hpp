@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "../engine/wqe_parse.hpp"
 #include "wire_auth.hpp"
@@ -108,6 +109,17 @@ class endpoint {
   // holding the QP. The number may be stale by the time it is polled: a spurious wake-up.
   int response_fd(const soft_qp& qp) const;
 
+  // The I/O thread's time for peers that have not proved the secret (accepting them,
+  // their handshake frames, refusing and closing them) is a budget per listening socket:
+  // it earns one part in handshake_share of the time that passes, holds at most
+  // handshake_burst_ns, and while it is spent those peers wait (the listening socket and
+  // its connections leave the epoll set). A flood of bad handshakes then takes at most
+  // that share from authenticated peers, a TCP flood (another host) does not delay
+  // same-host peers on the unix socket, and a burst of honest connections (a job
+  // starting) goes through at once.
+  static constexpr int64_t handshake_share = 8;
+  static constexpr int64_t handshake_burst_ns = 20'000'000;
+
  private:
   // The I/O loop (docs/soft-nic.md, Security, Availability): rounds in which every
   // connection with work gets one turn of at most frames_per_turn frames, authenticated
@@ -117,10 +129,26 @@ class endpoint {
   // A whole default window (GDAKI_SOFT_WIRE_WINDOW) per turn: an honest pipelining peer's
   // burst is served, and answered with one write, in one turn.
   static constexpr int frames_per_turn = 64;
+  // The turn of a connection whose last request was dropped or failed (server_conn).
+  static constexpr int frames_per_unproductive_turn = 4;
   static constexpr int handshakes_per_round = 4;
   static constexpr size_t max_unauthenticated = 32;
+  struct handshake_budget {
+    int64_t credit_ns = handshake_burst_ns;
+    int64_t at_ns = 0;
+    bool parked = false;                            // the listening socket is out of the epoll set
+    std::vector<std::pair<int, uint64_t>> waiting;  // connections out of it, as (fd, serial)
+  };
   enum class turn : uint8_t { idle, more, closed };
   void run();
+  // Earns handshake time up to now; true while there is some to spend.
+  static bool earn(handshake_budget& b, int64_t now_ns);
+  static void spend(handshake_budget& b, int64_t ns);
+  // While a budget is spent: its listening socket out of the epoll set (park), and back
+  // in, with every connection parked meanwhile, once it has been earned again (unpark).
+  void park(bool unix_sock);
+  void park_connection(const server_conn& c);
+  void unpark(bool unix_sock);
   void accept_some(int lfd, bool unix_sock);
   void accept_one(int fd, bool unix_sock);
   // Serves up to `budget` frames that have arrived whole (their header; a peer still
@@ -151,6 +179,7 @@ class endpoint {
   // connection is gone or authenticated is skipped. I/O thread only.
   std::deque<std::pair<int, uint64_t>> handshakes_;
   size_t unauthenticated_ = 0;
+  std::array<handshake_budget, 2> budgets_;  // [0] TCP, [1] unix socket; I/O thread only
   uint64_t next_serial_ = 0;
   std::mutex clients_mu_;
   std::map<address, std::shared_ptr<client_conn>> clients_;

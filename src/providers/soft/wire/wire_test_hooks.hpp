@@ -23,6 +23,11 @@ extern std::atomic<uint32_t> armed;
 // (tests of the fallback to frames). One relaxed load per cross-process copy.
 extern std::atomic<bool> refuse_cma;
 
+// Nanoseconds this process's wire I/O threads spent on peers that had not proved the secret
+// (accepting them, their handshake frames, refusing and closing them): what the handshake
+// budget bounds (wire.hpp, handshake_share). Counted, never read, by the library.
+extern std::atomic<uint64_t> handshake_ns;
+
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
 void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);
