@@ -572,9 +572,10 @@ void endpoint::run() {
   for (handshake_budget& b : budgets_) b.at_ns = now_ns();
   for (;;) {
     int until = expire_handshakes();
+    const int64_t now = now_ns();  // one clock read per round for both budgets
     for (const bool unix_sock : {false, true}) {
       handshake_budget& b = budgets_[unix_sock];
-      if (earn(b, now_ns())) {
+      if (earn(b, now)) {
         if (b.parked || !b.waiting.empty()) unpark(unix_sock);
         continue;
       }
