@@ -105,9 +105,15 @@ struct export_options {
 class exported_qp {
  public:
   // Exports q (in any state; the data path checks state through CQEs) whose send / receive
-  // CQ handles the caller placed at send_cq / recv_cq. With the proxy backend these CQs
-  // belong to the proxy thread from now on (initiators settle through counters). Throws
-  // gdaki::error naming the QP and the cause.
+  // CQ handles the caller placed at send_cq / recv_cq (never loaded from by the export
+  // itself: they may be in GPU memory). With the proxy backend these CQs belong to the
+  // proxy thread from now on (initiators settle through counters). GPU initiators: each
+  // CQ handle goes where its pollers run. For direct and cpu-assisted a handle in host
+  // memory is copied into GPU memory beside the QP handle (its claim counter is then
+  // touched at GPU scope only) and one already in GPU memory is used in place; for the
+  // proxy a handle in GPU memory is copied to host memory. A copied handle is read once
+  // here: poll through the QP (dev::wait, dev::rq_poll), not through the handle passed in.
+  // Throws gdaki::error naming the QP and the cause.
   exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_handle* recv_cq, const export_options& opt = {});
   exported_qp(const exported_qp&) = delete;
   exported_qp& operator=(const exported_qp&) = delete;

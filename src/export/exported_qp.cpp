@@ -1,7 +1,9 @@
 // exported_qp: a QP handle plus what its backend needs, created and destroyed together.
 // See gdaki/export.hpp and docs/proxy.md "Choosing the backend".
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -97,6 +99,7 @@ class device_memory {
     if (ptr_ != 0) (void)api_->mem_free(ptr_);
   }
   uint8_t* data() const { return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(ptr_)); }
+  const gpu::cuda_driver_api* api() const { return api_; }
   void write(size_t offset, const void* src, size_t bytes, const std::string& label) const {
     if (const gpu::cu::result r = api_->memcpy_htod(ptr_ + offset, src, bytes); r != gpu::cu::success) {
       throw error(status::io_error, label + ": export: copying the handle to GPU memory failed: " + gpu::describe(api_, r));
@@ -108,6 +111,30 @@ class device_memory {
   gpu::cu::deviceptr ptr_ = 0;
 };
 
+// Whether the driver knows p as GPU memory (cuMemAlloc). Host memory, pinned or not, is
+// not; neither is memory the driver has never seen (the query fails for it).
+bool in_gpu_memory(const gpu::cuda_driver_api* api, const void* p) {
+  unsigned type = 0;
+  return api->pointer_get_attribute(&type, gpu::cu::pointer_attribute_memory_type,
+                                    static_cast<gpu::cu::deviceptr>(reinterpret_cast<uintptr_t>(p))) ==
+             gpu::cu::success &&
+         type == gpu::cu::memorytype_device;
+}
+
+// A placed CQ handle read into host memory, wherever the caller put it.
+dev::cq_handle read_cq_handle(const gpu::cuda_driver_api* api, const dev::cq_handle* p, const std::string& label) {
+  dev::cq_handle h{};
+  if (!in_gpu_memory(api, p)) {
+    std::memcpy(&h, p, sizeof(h));
+    return h;
+  }
+  const gpu::cu::result r = api->memcpy_dtoh(&h, static_cast<gpu::cu::deviceptr>(reinterpret_cast<uintptr_t>(p)), sizeof(h));
+  if (r != gpu::cu::success) {
+    throw error(status::io_error, label + ": export: reading a CQ handle from GPU memory failed: " + gpu::describe(api, r));
+  }
+  return h;
+}
+
 }  // namespace
 
 struct exported_qp::impl {
@@ -118,7 +145,11 @@ struct exported_qp::impl {
   // ring's shared parts (proxy line, slots, counters) in host-pinned memory; the rest in
   // `device` (docs/memory-ordering.md, "Every shared word").
   std::optional<initiator_memory> mem;
-  std::optional<device_memory> device;  // GPU: [handle][ring_handle][producer words]
+  std::optional<device_memory> device;  // GPU: [handle][ring_handle][producer words] or
+                                        // [handle][send CQ handle][recv CQ handle]
+  // Proxy backend, GPU initiators: host copies of CQ handles the caller placed in GPU
+  // memory, for the proxy thread that polls them.
+  std::unique_ptr<dev::cq_handle[]> host_cqs;
   dev::qp_handle* handle = nullptr;     // where initiators reach it (in mem or device)
   dev::qp_handle view{};                // GPU: the handle as exported (host copy)
   proxy::ring_handle ring{};            // proxy: the ring as the proxy thread sees it
@@ -127,6 +158,41 @@ struct exported_qp::impl {
   std::unique_ptr<proxy::proxy_service> proxy;
   std::unique_ptr<proxy::doorbell_service> doorbells;
 };
+
+namespace {
+
+// GPU initiators: each CQ handle goes where its poller runs (docs/memory-ordering.md,
+// "Every shared word"). A CQ handle's claim counter (ci) is written by every poller, so
+//   - direct and cpu-assisted: GPU threads poll. A handle the caller left in host memory
+//     is copied next to the QP handle in GPU memory, and the QP polls that copy at GPU
+//     scope; otherwise every claim would be an atomic across PCIe (the first H100 run:
+//     8x128 grid-shared 814-848 ms with host-pinned CQ handles). A handle already in GPU
+//     memory is used where it is.
+//   - proxy: the CPU proxy thread polls. A handle in GPU memory is copied to host memory.
+// The caller's handles are read once here and not used afterwards when copied: poll
+// through the QP (dev::wait, dev::rq_poll), not through the handle passed in.
+void place_cq_handles_for_gpu(const device_memory& device, std::unique_ptr<dev::cq_handle[]>& host_cqs,
+                              bool proxy_backend, size_t handle_bytes, size_t cq_handle_bytes, const std::string& label,
+                              dev::cq_handle** send_cq, dev::cq_handle** recv_cq) {
+  const gpu::cuda_driver_api* api = device.api();
+  dev::cq_handle** cqs[2] = {send_cq, recv_cq};
+  for (int i = 0; i < 2; ++i) {
+    dev::cq_handle*& placed = *cqs[i];
+    const bool on_gpu = in_gpu_memory(api, placed);
+    if (!proxy_backend && !on_gpu) {
+      const dev::cq_handle copy = read_cq_handle(api, placed, label);
+      const size_t offset = handle_bytes + static_cast<size_t>(i) * cq_handle_bytes;
+      device.write(offset, &copy, sizeof(copy), label);
+      placed = reinterpret_cast<dev::cq_handle*>(device.data() + offset);
+    } else if (proxy_backend && on_gpu) {
+      if (!host_cqs) host_cqs = std::make_unique<dev::cq_handle[]>(2);
+      host_cqs[i] = read_cq_handle(api, placed, label);
+      placed = &host_cqs[i];
+    }
+  }
+}
+
+}  // namespace
 
 exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_handle* recv_cq,
                          const export_options& opt)
@@ -155,8 +221,11 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   const size_t ring_bytes = proxy_backend ? proxy::ring_bytes(opt.log2_ring_slots, 1) : 0;
   // Where the handle (and, for the proxy, the ring handle and producer words) live.
   uint8_t* ring_mem = nullptr;  // the ring's shared parts
+  const size_t cq_handle_bytes = round64(sizeof(dev::cq_handle));
   if (s.gpu) {
-    s.device.emplace(handle_bytes + (proxy_backend ? ring_handle_bytes + sizeof(proxy::ring_control) : 0), r.label);
+    s.device.emplace(handle_bytes + (proxy_backend ? ring_handle_bytes + sizeof(proxy::ring_control)
+                                                   : 2 * cq_handle_bytes),
+                     r.label);
     if (proxy_backend) {
       s.mem.emplace(opt.initiator, ring_bytes, r.label);
       ring_mem = s.mem->data();
@@ -175,6 +244,10 @@ exported_qp::exported_qp(const verbs::qp& q, dev::cq_handle* send_cq, dev::cq_ha
   // The host hook runs the soft NIC on the ringing thread: right for CPU initiators and
   // for the CPU services below; GPU threads never call it.
   xo.host_hook = opt.initiator == initiator::cpu || proxy_backend;
+  if (s.gpu) {
+    place_cq_handles_for_gpu(*s.device, s.host_cqs, proxy_backend, handle_bytes, cq_handle_bytes, r.label, &send_cq,
+                             &recv_cq);
+  }
   if (!proxy_backend) {
     h = q.export_handle(send_cq, recv_cq, xo);
     h.scratch_addr = opt.scratch_addr;

@@ -247,19 +247,24 @@ dev::qp_handle qp::export_handle(dev::cq_handle* send_cq, dev::cq_handle* recv_c
   h.send_cq = send_cq;
   h.recv_cq = recv_cq;
   h.auto_signal_wqebbs = auto_signal_period(r.label, h, opt.auto_signal_wqebbs);
+  // The placed handles are never read here: for GPU initiators they may already sit in GPU
+  // memory, where a host load faults (the first GPU run of tests/gpu crashed exactly so).
+  // What the checks need comes from the send CQ object this QP was created with.
+  auto& scq = *ref_->parents.at(1);  // pd, send CQ, recv CQ (see the constructor)
+  dev::cq_handle scq_view{};
+  detail::check(scq.ops->export_cq(scq.impl, &scq_view, &why), scq.label, "export", why);
   const uint32_t ring = dev::sq_wqebbs(h);
-  if (opt.check_cq_depth && dev::cqe_count(*send_cq) < ring) {
-    throw error(status::invalid, r.label + ": export: send CQ 0x" + hex6(send_cq->cqn) + " holds " +
-                                     std::to_string(dev::cqe_count(*send_cq)) + " CQEs but the SQ can have " +
+  if (opt.check_cq_depth && dev::cqe_count(scq_view) < ring) {
+    throw error(status::invalid, r.label + ": export: send CQ 0x" + hex6(scq_view.cqn) + " holds " +
+                                     std::to_string(dev::cqe_count(scq_view)) + " CQEs but the SQ can have " +
                                      std::to_string(ring) +
                                      " signalled WQEs outstanding (one per WQEBB); make the CQ at least that deep");
   }
   // One exported QP per send CQ: its poller widens CQE WQE counters against this QP's
   // ring and retires this QP's WQEBBs for every CQE it takes.
   const detail::object_ref* scq_owner = nullptr;
-  auto& scq = *ref_->parents.at(1);  // pd, send CQ, recv CQ (see the constructor)
   if (!scq.exported_send_qp.compare_exchange_strong(scq_owner, ref_.get()) && scq_owner != ref_.get()) {
-    throw error(status::invalid, r.label + ": export: its send CQ 0x" + hex6(send_cq->cqn) + " already serves " +
+    throw error(status::invalid, r.label + ": export: its send CQ 0x" + hex6(scq_view.cqn) + " already serves " +
                                      scq_owner->label +
                                      " as an exported send CQ; a device poller needs a send CQ of its own per QP");
   }

@@ -3,9 +3,11 @@
 // (initiator = gpu) on the backend asked for. What GPU threads touch is in memory they can
 // reach: A's SQ and RQ rings, both of A's CQ rings and the CQ handles in cudaHostAlloc'd
 // (mapped) memory; the doorbell record and doorbell page the provider allocated are
-// cudaHostRegister'ed; the exported QP handle is where the export puts it (GPU memory), and
-// the CQ handles (whose claim counters only GPU threads touch) are copied to GPU memory too,
-// except for the proxy backend, whose CPU thread polls the CQs.
+// cudaHostRegister'ed; the exported QP handle is where the export puts it (GPU memory). The
+// CQ handles are handed to the export in GPU memory (cudaMalloc), for every backend: the
+// export polls them there from GPU threads, and gives the proxy's CPU thread host copies.
+// (../shared/gpu/gpu_check passes them in host-pinned memory, the other path: the export
+// then moves them to GPU memory itself.)
 // Compiled by nvcc as part of gpu_scenarios.cu (host code only).
 #pragma once
 
@@ -88,7 +90,7 @@ struct gpu_loopback {
   verbs::cq a_send, a_recv, b_send, b_recv;
   verbs::qp a, b;
   pinned_block cq_handles{2 * sizeof(dev::cq_handle)};
-  dev::cq_handle* cq_handles_on_gpu = nullptr;  // cudaMalloc'd copy (not for the proxy)
+  dev::cq_handle* cq_handles_on_gpu = nullptr;  // cudaMalloc'd copy, handed to the export
   gpu_buffer src{pd_a, buffer_bytes, verbs::access::local_write};
   gpu_buffer result{pd_a, 1u << 16, verbs::access::local_write};
   gpu_buffer scratch{pd_a, 64, verbs::access::local_write};
@@ -138,17 +140,10 @@ struct gpu_loopback {
     o.initiator = initiator::gpu;
     o.scratch_addr = scratch.addr();
     o.scratch_lkey = scratch.mr.lkey();
-    backend_inputs in;
-    in.provider = "soft";
-    in.initiator = initiator::gpu;
-    dev::cq_handle* cqs = cqh;
-    if (choose_backend(in, backend).backend != dev::qp_backend::proxy) {
-      cuda_check(cudaMalloc(&cq_handles_on_gpu, 2 * sizeof(dev::cq_handle)), "cudaMalloc CQ handles");
-      cuda_check(cudaMemcpy(cq_handles_on_gpu, cqh, 2 * sizeof(dev::cq_handle), cudaMemcpyHostToDevice),
-                 "CQ handles to GPU memory");
-      cqs = cq_handles_on_gpu;
-    }
-    exported = std::make_unique<exported_qp>(a, &cqs[0], &cqs[1], o);
+    cuda_check(cudaMalloc(&cq_handles_on_gpu, 2 * sizeof(dev::cq_handle)), "cudaMalloc CQ handles");
+    cuda_check(cudaMemcpy(cq_handles_on_gpu, cqh, 2 * sizeof(dev::cq_handle), cudaMemcpyHostToDevice),
+               "CQ handles to GPU memory");
+    exported = std::make_unique<exported_qp>(a, &cq_handles_on_gpu[0], &cq_handles_on_gpu[1], o);
 
     // The QP behind the handle (the proxy's own, for the proxy backend): its doorbell
     // record and doorbell page are provider memory the GPU must reach when GPU threads

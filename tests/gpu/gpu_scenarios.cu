@@ -146,9 +146,8 @@ void run_backend(backend_request backend, const std::string& name) {
   gpu_loopback lb(backend);
   cudaPointerAttributes at{};
   cuda_check(cudaPointerGetAttributes(&at, lb.handle()), "handle attributes");
-  std::printf("  export chose %s (%s); QP handle in %s memory, CQ handles in %s memory\n",
-              lb.exported->choice().name.c_str(), lb.exported->choice().reason.c_str(),
-              at.type == cudaMemoryTypeDevice ? "GPU" : "host-pinned", lb.cq_handles_on_gpu ? "GPU" : "host-pinned");
+  std::printf("  export chose %s (%s); QP handle in %s memory\n", lb.exported->choice().name.c_str(),
+              lb.exported->choice().reason.c_str(), at.type == cudaMemoryTypeDevice ? "GPU" : "host-pinned");
   check(at.type == cudaMemoryTypeDevice, name + ": the export placed the QP handle in GPU memory");
   kernel_report* rep = nullptr;
   cuda_check(cudaMalloc(&rep, sizeof(kernel_report)), "cudaMalloc report");
@@ -169,6 +168,7 @@ void run_backend(backend_request backend, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash must not take the last lines with it
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {

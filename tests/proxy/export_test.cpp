@@ -2,6 +2,7 @@
 // gdaki::exported_qp on the soft NIC: each backend, with its own service thread or driven
 // by progress(), carries the device API's operations end to end (data and results checked).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -17,11 +18,14 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "proxy/export_pair.hpp"
 
 namespace {
 
 namespace dev = gdaki::dev;
 namespace verbs = gdaki::verbs;
+using gdaki_test::check_every_operation;
+using gdaki_test::pair_world;
 using gdaki::backend_inputs;
 using gdaki::backend_request;
 using gdaki::initiator;
@@ -136,67 +140,6 @@ TEST(choose_backend, decides_by_declared_capabilities_not_by_provider_name) {
   EXPECT_FALSE(gdaki::verbs::caps_of("no-such-provider").has_value());
 }
 
-// One soft0 pair: A (exported, the initiator's side) -> B (the target's memory).
-struct pair_world {
-  verbs::device dev = verbs::device::open("soft0");
-  verbs::pd pd{dev};
-  verbs::cq a_scq, a_rcq, b_scq, b_rcq;
-  verbs::qp a, b;
-  dev::cq_handle a_send{}, a_recv{};
-  std::vector<uint8_t> src = std::vector<uint8_t>(4096), dst = std::vector<uint8_t>(4096);
-  alignas(8) uint64_t words[4] = {};   // remote: [0] signal, [1] fetch-add target, [2] cas target
-  alignas(8) uint64_t results[4] = {};  // local: atomic results, [3] = scratch
-  verbs::mr src_mr, dst_mr, words_mr, results_mr;
-
-  pair_world() {
-    verbs::cq_init ci;
-    ci.depth = 64;
-    a_scq = verbs::cq(dev, ci);
-    a_rcq = verbs::cq(dev, ci);
-    b_scq = verbs::cq(dev, ci);
-    b_rcq = verbs::cq(dev, ci);
-    verbs::qp_init qi;
-    qi.send_cq = &a_scq;
-    qi.recv_cq = &a_rcq;
-    qi.sq_wqebbs = 64;
-    qi.max_inline = 64;
-    a = verbs::qp(pd, qi);
-    qi.send_cq = &b_scq;
-    qi.recv_cq = &b_rcq;
-    b = verbs::qp(pd, qi);
-    verbs::connect_rc(a, b.qpn(), verbs::access::all);
-    verbs::connect_rc(b, a.qpn(), verbs::access::all);
-    a_send = a_scq.export_handle();
-    a_recv = a_rcq.export_handle();
-    src_mr = verbs::mr(pd, src.data(), src.size(), verbs::access::local_write);
-    dst_mr = verbs::mr(pd, dst.data(), dst.size(), verbs::access::all);
-    words_mr = verbs::mr(pd, words, sizeof(words), verbs::access::all);
-    results_mr = verbs::mr(pd, results, sizeof(results), verbs::access::local_write);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
-  }
-  gdaki::export_options options(backend_request req, bool own_thread) {
-    gdaki::export_options o;
-    o.backend = req;
-    o.own_thread = own_thread;
-    o.log2_ring_slots = 6;
-    o.scratch_addr = reinterpret_cast<uint64_t>(&results[3]);
-    o.scratch_lkey = results_mr.lkey();
-    return o;
-  }
-  dev::remote_ptr remote(const void* p, const verbs::mr& m) { return {reinterpret_cast<uint64_t>(p), m.rkey()}; }
-  dev::local_ptr local(const void* p, const verbs::mr& m) { return {reinterpret_cast<uint64_t>(p), m.lkey()}; }
-};
-
-// Waits for ticket t, driving the export's service when the test owns it.
-gdaki::status settle(gdaki::exported_qp& x, uint64_t t) {
-  for (uint64_t spins = 0; spins < 200000000; ++spins) {
-    x.progress();
-    const gdaki::status s = dev::test(x.handle(), t);
-    if (s != gdaki::status::again) return s;
-  }
-  return gdaki::status::timeout;
-}
-
 struct export_case {
   backend_request request;
   bool own_thread;
@@ -220,33 +163,7 @@ TEST_P(exported_qp_on_soft, carries_put_p_signal_get_and_atomics_end_to_end) {
     EXPECT_EQ(&x.nic_handle(), &h);
   }
 
-  uint64_t t = 0;
-  ASSERT_EQ(dev::put(h, w.remote(w.dst.data(), w.dst_mr), w.local(w.src.data(), w.src_mr), 3000, &t), gdaki::status::ok);
-  const uint64_t value = 0x1122334455667788ull;
-  ASSERT_EQ(dev::p(h, w.remote(w.dst.data() + 3000, w.dst_mr), &value, 8, &t), gdaki::status::ok);
-  ASSERT_EQ(dev::signal(h, w.remote(&w.words[0], w.words_mr), dev::signal_op::add, 5, &t), gdaki::status::ok);
-  ASSERT_EQ(dev::atomic_fetch_add(h, w.remote(&w.words[1], w.words_mr), 9, w.local(&w.results[0], w.results_mr), &t),
-            gdaki::status::ok);
-  ASSERT_EQ(settle(x, t), gdaki::status::ok);
-  EXPECT_EQ(std::memcmp(w.dst.data(), w.src.data(), 3000), 0);
-  uint64_t landed = 0;
-  std::memcpy(&landed, w.dst.data() + 3000, 8);
-  EXPECT_EQ(landed, value);
-  EXPECT_EQ(w.words[0], 5u);
-  EXPECT_EQ(w.words[1], 9u);
-  EXPECT_EQ(w.results[0], 0u);
-
-  // Read back what the target holds, and a compare-and-swap that must succeed.
-  std::vector<uint8_t> back(3008);
-  verbs::mr back_mr(w.pd, back.data(), back.size(), verbs::access::local_write);
-  w.words[2] = 41;
-  ASSERT_EQ(dev::get(h, w.local(back.data(), back_mr), w.remote(w.dst.data(), w.dst_mr), 3008, &t), gdaki::status::ok);
-  ASSERT_EQ(dev::atomic_compare_swap(h, w.remote(&w.words[2], w.words_mr), 41, 42, w.local(&w.results[1], w.results_mr), &t),
-            gdaki::status::ok);
-  ASSERT_EQ(settle(x, t), gdaki::status::ok);
-  EXPECT_EQ(std::memcmp(back.data(), w.dst.data(), 3008), 0);
-  EXPECT_EQ(w.results[1], 41u);
-  EXPECT_EQ(w.words[2], 42u);
+  check_every_operation(w, x);
   EXPECT_EQ(dev::last_error(h).syndrome, gdaki::prm::syndrome::none);
   if (c.backend == dev::qp_backend::proxy) {
     const gdaki::proxy::proxy_stats s = x.proxy_stats();
@@ -272,6 +189,31 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return n + (i.param.own_thread ? "_own_thread" : "_driven_by_progress");
     });
+
+// The placed CQ handles may sit where the host cannot load from them (GPU memory, for GPU
+// initiators): the export must not read them. How it failed: qp::export_handle checked the
+// send CQ's depth through the placed handle, and tests/gpu's first GPU run (CQ handles in
+// cudaMalloc'd memory) died with SIGSEGV on direct, cpu-assisted and automatic; here the
+// PROT_NONE page faults the same way. After the export the page becomes readable, the
+// handles are written into it, and every operation must work through them.
+TEST(exported_qp, export_never_reads_the_placed_cq_handles) {
+  for (const backend_request req : {backend_request::automatic, backend_request::cpu_assisted, backend_request::proxy}) {
+    SCOPED_TRACE(static_cast<int>(req));
+    pair_world w;
+    void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(page, MAP_FAILED);
+    auto* placed = static_cast<dev::cq_handle*>(page);
+    {
+      gdaki::exported_qp x(w.a, &placed[0], &placed[1], w.options(req, false));
+      ASSERT_EQ(mprotect(page, 4096, PROT_READ | PROT_WRITE), 0);
+      placed[0] = w.a_send;
+      placed[1] = w.a_recv;
+      check_every_operation(w, x);
+      EXPECT_EQ(dev::last_error(x.handle()).syndrome, gdaki::prm::syndrome::none);
+    }
+    munmap(page, 4096);
+  }
+}
 
 TEST(exported_qp, gpu_initiators_without_the_cuda_driver_fail_naming_the_cause) {
   // No libcuda here (or GDAKI_LIBCUDA pointing nowhere): the GPU-memory handle is impossible.
