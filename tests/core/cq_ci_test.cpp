@@ -6,7 +6,8 @@
 // claiming a CQE, so a poller descheduled between its claim and its store wrote an older
 // value over a newer one (core_cq_ci.a_late_publisher_...: set_ci read 6 after 7), and the
 // soft NIC did not notice a consumer index going backwards (core_cq_ci.the_soft_nic_...:
-// the CQ stayed out of error).
+// the CQ stayed out of error). The fix was then a forward-only CAS on the record; it is
+// now a combining try-lock beside ci and a plain store (cq_publish_ci says why).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -27,23 +28,45 @@ uint32_t set_ci_of(const dev::cq_handle& cq) {
   return prm::from_be(prm::be32{dev::arch::load_acquire(&cq.dbrec->set_ci.raw)}) & prm::cq_ci_mask;
 }
 
+// Pollers publish the count claimed so far, never their own position: a poller that
+// claimed CQE 5 and publishes after another claimed CQE 6 and published 7 stores 7 again.
 TEST(core_cq_ci, a_late_publisher_never_moves_set_ci_back) {
   gdaki_test::test_cq cq(4);
-  // Poller A claimed CQE 5 and was descheduled; poller B claimed CQE 6 and published 7.
-  dev::cq_publish_ci(cq.handle, 7);
-  dev::cq_publish_ci(cq.handle, 6);  // A, late
+  cq.handle.ci = 7;  // A claimed 5 and was descheduled; B claimed 6 and published
+  dev::cq_publish_ci(cq.handle);
   EXPECT_EQ(set_ci_of(cq.handle), 7u);
-  dev::cq_publish_ci(cq.handle, 8);
+  dev::cq_publish_ci(cq.handle);  // A, late
+  EXPECT_EQ(set_ci_of(cq.handle), 7u);
+  cq.handle.ci = 8;
+  dev::cq_publish_ci(cq.handle);
   EXPECT_EQ(set_ci_of(cq.handle), 8u);
 }
 
 TEST(core_cq_ci, set_ci_moves_forward_across_the_24_bit_wrap) {
   gdaki_test::test_cq cq(4);
   cq.start_at(0xfffffe);
-  dev::cq_publish_ci(cq.handle, 0x1000001);  // 0x000001 after the wrap: forward
+  cq.handle.ci = 0x1000001;  // 0x000001 after the wrap: forward
+  dev::cq_publish_ci(cq.handle);
   EXPECT_EQ(set_ci_of(cq.handle), 1u);
-  dev::cq_publish_ci(cq.handle, 0xffffff);  // behind, from before the wrap
-  EXPECT_EQ(set_ci_of(cq.handle), 1u);
+}
+
+// A poller that finds another one publishing leaves at once, and the holder publishes its
+// claim: the holder's steps are run one by one around the claimer's whole call. (Without
+// the holder's re-read after unlocking, the claim would stay unpublished until some later
+// poller came by: on a CQ nobody polls again, for ever.)
+TEST(core_cq_ci, a_claim_made_while_another_poller_publishes_is_published_by_that_poller) {
+  gdaki_test::test_cq cq(4);
+  cq.start_at(3);
+  ASSERT_TRUE(dev::arch::local::compare_swap(&cq.handle.publish_lock, 0u, 1u));  // holder locks
+  const uint64_t stored = dev::detail::cq_store_claimed(cq.handle);              // and stores 3
+  cq.handle.ci = 4;                                                               // a claim
+  dev::cq_publish_ci(cq.handle);  // the claimer finds the lock taken
+  EXPECT_EQ(set_ci_of(cq.handle), 3u) << "the lock was taken: the claimer must not store";
+  ASSERT_TRUE(dev::detail::cq_unlock_and_recheck(cq.handle, stored)) << "the holder must see the claim";
+  ASSERT_TRUE(dev::arch::local::compare_swap(&cq.handle.publish_lock, 0u, 1u));  // and go round again
+  EXPECT_EQ(dev::detail::cq_store_claimed(cq.handle), 4u);
+  EXPECT_FALSE(dev::detail::cq_unlock_and_recheck(cq.handle, 4));
+  EXPECT_EQ(set_ci_of(cq.handle), 4u);
 }
 
 // The soft NIC, like a ConnectX without overrun-ignore, reads set_ci before each CQE. A
@@ -98,6 +121,9 @@ TEST(core_cq_ci, concurrent_pollers_keep_set_ci_monotone_under_a_checking_nic) {
   EXPECT_EQ(failures.load(), 0u);
   EXPECT_EQ(dev::quiet(*p.a.h, 5'000'000'000), status::ok);
   EXPECT_FALSE(p.a.scq.in_error());
+  // Every claim was published: a hand-off that lost one (a poller leaving while the holder
+  // had already re-read ci) leaves set_ci behind the claims.
+  EXPECT_EQ(set_ci_of(*p.a.hs), static_cast<uint32_t>(p.a.hs->ci) & prm::cq_ci_mask);
   for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(dst[t], per_thread) << "thread " << t;
 }
 

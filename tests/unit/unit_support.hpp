@@ -73,6 +73,7 @@ struct test_cq {
   // record's consumer index agree, as on a CQ that got there by polling.
   void start_at(uint64_t ci) {
     handle.ci = ci;
+    handle.ci_published = ci;
     handle.dbrec->set_ci = gdaki::prm::to_be32(static_cast<uint32_t>(ci) & gdaki::prm::cq_ci_mask);
   }
 

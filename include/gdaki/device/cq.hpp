@@ -92,25 +92,48 @@ GDAKI_HD GDAKI_SPECULATIVE_READ inline void decode_cqe(const prm::cqe64* cqe, ui
   }
 }
 
-// Tells the NIC that every CQE below `next` has been read: the CQ doorbell record's
-// 24-bit consumer index (PRM 5.5), which a NIC without overrun-ignore compares with its
-// producer index. It must never move backwards: on hardware a smaller value reads as
-// "the poller has not made room" and the next CQE overruns the CQ. Concurrent pollers
-// claim CQEs in order but may publish out of order (a poller descheduled between its
-// claim and this store), so the store is a compare-and-swap that only moves forward
-// (wrap-safe in 24 bits: positions differ by less than a CQ, at most 2^22 entries).
-// (Fix: this was a plain store; a late poller moved set_ci back: core_cq_ci.*, tests/core.)
-GDAKI_HD inline void cq_publish_ci(cq_handle& cq, uint64_t next) {
-  const uint32_t want = static_cast<uint32_t>(next) & prm::cq_ci_mask;
-  uint32_t* word = &cq.dbrec->set_ci.raw;
-  uint32_t cur = arch::load_relaxed(word);
-  for (;;) {
-    const uint32_t have = prm::from_be(prm::be32{cur}) & prm::cq_ci_mask;
-    const uint32_t ahead = (want - have) & prm::cq_ci_mask;  // how far `want` is past `have`
-    if (ahead == 0 || ahead > (prm::cq_ci_mask >> 1)) return;  // already there or further
-    const uint32_t desired = prm::to_be32(want).raw;
-    if (arch::compare_swap(word, cur, desired)) return;
-    cur = arch::load_relaxed(word);
+// Tells the NIC how many CQEs the pollers have claimed: the CQ doorbell record's 24-bit
+// consumer index (PRM 5.5), which a NIC without overrun-ignore compares with its producer
+// index. It must never move backwards: on hardware a smaller value reads as "the poller
+// has not made room" and the next CQE overruns the CQ (hazard 5; core_cq_ci.*).
+// Concurrent pollers claim CQEs in order but would publish out of order, so one poller at
+// a time publishes, under a combining try-lock that only the pollers touch (local scope:
+// beside `ci`, in GPU memory for GPU pollers), with a plain store of the claimed count.
+// Stores under the lock are of a count that only grows, so set_ci only moves forward, and
+// no read-modify-write crosses to the record (for a GPU poller and a host-pinned record a
+// compare-and-swap there was a PCIe round trip per CQE; the store is a posted write). A
+// poller that finds the lock taken leaves at once and its claim is published by the
+// holder: the same Dekker hand-off as sq_submit's db_lock (the claimer stores ci, fences,
+// reads the lock; the holder stores the unlock, fences, re-reads ci).
+// (Fixes: a plain store by each poller moved set_ci back; then a forward-only CAS on the
+// record itself cost a PCIe atomic per CQE on a GPU.)
+namespace detail {
+
+// Under publish_lock: stores the count claimed so far into set_ci when it moved since the
+// last store, and returns it (>= every earlier store: ci only grows).
+GDAKI_HD inline uint64_t cq_store_claimed(cq_handle& cq) {
+  const uint64_t claimed = arch::local::load_acquire(&cq.ci);
+  if (claimed != arch::local::load_relaxed(&cq.ci_published)) {
+    arch::store_release(&cq.dbrec->set_ci.raw, prm::to_be32(static_cast<uint32_t>(claimed) & prm::cq_ci_mask).raw);
+    arch::local::store_relaxed(&cq.ci_published, claimed);
+  }
+  return claimed;
+}
+
+// Releases publish_lock; returns true when claims arrived after `stored` was read, whose
+// pollers may have found the lock taken and left: the caller must go round again.
+GDAKI_HD inline bool cq_unlock_and_recheck(cq_handle& cq, uint64_t stored) {
+  arch::local::store_release(&cq.publish_lock, 0u);
+  arch::local::fence_full();  // the unlock before the re-read of ci
+  return arch::local::load_acquire(&cq.ci) != stored;
+}
+
+}  // namespace detail
+
+GDAKI_HD inline void cq_publish_ci(cq_handle& cq) {
+  arch::local::fence_full();  // our claim before our read of the lock
+  while (arch::local::compare_swap(&cq.publish_lock, 0u, 1u)) {
+    if (!detail::cq_unlock_and_recheck(cq, detail::cq_store_claimed(cq))) return;
   }
 }
 
@@ -128,7 +151,7 @@ GDAKI_HD inline status cq_poll_one(cq_handle& cq, completion* out, uint64_t* pos
     decode_cqe(cqe, tail, out);
     peek(*out);
     if (arch::local::compare_swap(&cq.ci, ci, ci + 1)) {
-      cq_publish_ci(cq, ci + 1);
+      cq_publish_ci(cq);
       *position = ci;
       return status::ok;
     }

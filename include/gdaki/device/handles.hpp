@@ -60,6 +60,10 @@ struct cq_handle {
   // Free-running count of CQEs consumed. Advanced by compare-and-swap so that several
   // threads may poll one CQ; each CQE is consumed by exactly one of them.
   alignas(64) uint64_t ci;
+  // The count last stored into the doorbell record's set_ci, and the pollers' try-lock
+  // that serialises those stores (cq_publish_ci). Written under the lock only.
+  uint64_t ci_published;
+  uint32_t publish_lock;
 };
 
 // Host-only hook run after a doorbell, so a provider can execute the WQEs on the ringing
