@@ -5,6 +5,11 @@
 // talks to it. Requests are pipelined: the executor issues up to config::wire_window of
 // them per connection, and responses come back in the order the requests were sent, so
 // the connection keeps its requests in flight in one FIFO (docs/soft-nic.md, Wires).
+// The endpoint is defined by role, as rdma-core's rxe splits requester, responder and
+// network (docs/design.md 26): wire_connection.cpp (listening, the I/O loop, accepting,
+// dialling and authenticating peers), wire_requester.cpp (issue, copy_mapped, poll),
+// wire_responder.cpp (serving an authenticated peer's frames); the bytes move through
+// wire_transport.hpp and frames are judged by wire_frame.hpp.
 #pragma once
 
 #include <array>
@@ -156,9 +161,11 @@ class endpoint {
   turn serve_ready(server_conn& c, int budget);
   // Closes the handshakes that ran out of time; returns ms until the next one does (-1: none).
   int expire_handshakes();
-  bool serve_frame(server_conn& c);  // false: close the connection
-  bool answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline);
   void close_conn(int fd, bool poison);
+  // The responder (wire_responder.cpp): serves one frame (before the proof, through
+  // handshake_frame) and answers a map request. serve_frame: false closes the connection.
+  bool serve_frame(server_conn& c);
+  bool answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uint64_t deadline);
   // Authentication (wire_auth.hpp). Server: one handshake frame of a peer that has not
   // proved the secret yet (false: close); refuse() tells the peer why and logs it. Client:
   // the whole exchange on a fresh socket to the peer at address peer_addr (false: *why).

@@ -1,7 +1,8 @@
 // internal: the validation rules of the soft wire's frames (docs/wire-protocol.md), as pure
-// functions of bytes. wire.cpp reads frames from a socket and asks these functions whether
-// to go on; tests/fuzz/wire_frame_fuzzer.cpp feeds them arbitrary bytes. Keeping the rules
-// here, and only here, is what makes the fuzzer test the code the responder runs.
+// functions of bytes. The wire's role files (wire_connection.cpp, wire_requester.cpp,
+// wire_responder.cpp) read frames from a socket and ask these functions whether to go on;
+// tests/fuzz/wire_frame_fuzzer.cpp feeds them arbitrary bytes. Keeping the rules here, and
+// only here, is what makes the fuzzer test the code the responder runs.
 #pragma once
 
 #include <cstddef>

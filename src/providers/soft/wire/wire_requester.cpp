@@ -1,0 +1,499 @@
+// The soft wire's requester. It runs on the executor's thread: it sends one request frame
+// per WQE without waiting, up to the window (config::wire_window requests and
+// wire_window_bytes of payload per connection), numbering each QP's requests (PSN); any
+// thread progressing a QP of the connection reads the responses, which come in request
+// order (the connection's FIFO), and finishes their ops. Payload bytes move once: from the
+// requester's registered memory into the socket (writev), or, on one host, by one
+// cross-process copy the responder makes, or by one memcpy through a mapping of the peer's
+// MR (the mapped path, docs/soft-nic.md). Connections are dialled and authenticated in
+// wire_connection.cpp.
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include "../engine/wqe_parse.hpp"
+#include "../soft_objects.hpp"
+#include "../soft_tables.hpp"
+#include "gdaki/verbs/mr.hpp"
+#include "shm_map.hpp"
+#include "wire.hpp"
+#include "wire_frame.hpp"
+#include "wire_internal.hpp"
+#include "wire_proto.hpp"
+#include "wire_test_hooks.hpp"
+#include "wire_transport.hpp"
+
+namespace gdaki::soft::wire {
+
+using prm::send_opcode;
+using prm::syndrome;
+
+namespace {
+
+// The connection broke, or its peer stopped answering: every request in flight on it
+// fails (the executor turns that into TRANSPORT_RETRY_EXC and flushes). Caller holds mu.
+void kill_locked(client_conn& c) {
+  c.dead.store(true, std::memory_order_release);
+  ::shutdown(c.fd, SHUT_RDWR);
+  for (const std::shared_ptr<wire_op>& op : c.fifo) {
+    op->result = {outcome::fatal};
+    op->done.store(true, std::memory_order_release);
+  }
+  c.fifo.clear();
+  c.resp_bytes = 0;
+  c.req_bytes = 0;
+}
+
+constexpr uint64_t response_overhead = sizeof(frame_hdr);
+// Response bytes the requests in flight may bring back at most. The server writes every
+// response in full before it reads the next request; as long as what it owes us fits in
+// the socket buffers, it never blocks on us, so it keeps reading, so our sends never block
+// on it: no deadlock even though requests and responses share one connection.
+constexpr uint64_t response_budget = 64 * 1024;
+
+// Places the data of a successful READ response (or an atomic's old value) where the WQE
+// said, after checking again that those local buffers are still registered: the user may
+// have deregistered them while the request was in flight (as on a NIC: a local
+// protection error).
+bool place_response(client_conn& c, wire_op& op, uint64_t len, uint64_t deadline, syndrome* s) {
+  bool keys_ok = true;
+  for (uint32_t i = 0; i < op.num_sg; ++i) {
+    const gather_entry& g = op.sg[i];
+    if (g.length != 0 && !keys().local_range_ok(g.lkey, op.pdn, g.addr, g.length, true)) keys_ok = false;
+  }
+  if (!keys_ok) {
+    *s = syndrome::local_prot;
+    return drain(c.fd, c.rx, len, deadline);
+  }
+  if (op.atomic_size != 0) {
+    uint64_t old = 0;
+    if (!rx_read(c.fd, c.rx, &old, 8, deadline)) return false;
+    // Host order, as the in-process wire (IBV_ATOMIC_HCA mode, PRM 6.4).
+    std::memcpy(reinterpret_cast<void*>(op.sg[0].addr), &old, op.atomic_size);
+    return true;
+  }
+  iovec out[max_gather];
+  int n = 0;
+  for (uint32_t i = 0; i < op.num_sg; ++i) out[n++] = {reinterpret_cast<void*>(op.sg[i].addr), op.sg[i].length};
+  return rx_readv(c.fd, c.rx, out, n, deadline);
+}
+
+// Reads every response that has arrived and finishes its op. Caller holds the key table's
+// shared lock and c.mu. Returns how many ops it finished.
+uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
+  uint32_t got = 0;
+  bool filled = false;
+  uint64_t deadline = 0;  // read from the clock once, when first needed
+  while (!c.dead.load(std::memory_order_relaxed)) {
+    if (c.rx.size() == 0) {
+      // One recv per call: another would mostly find nothing (a syscall for EAGAIN).
+      if (filled) break;
+      filled = true;
+      const int f = rx_fill(c.fd, c.rx);
+      if (f < 0) {
+        kill_locked(c);
+        break;
+      }
+      if (f == 0) break;
+    }
+    if (deadline == 0) deadline = now_ms() + timeout_ms;
+    frame_hdr rh{};
+    if (c.fifo.empty() || !rx_read(c.fd, c.rx, &rh, sizeof(rh), deadline)) {
+      kill_locked(c);  // bytes nobody asked for, or a response cut short
+      break;
+    }
+    std::shared_ptr<wire_op> op = c.fifo.front();
+    frame_hdr req = make_hdr(ftype::request, 0, op->src_qpn, op->dst_qpn, op->psn);
+    const response_kind rk = check_response(rh, req, op->resp_len);
+    if (rk == response_kind::bad) {
+      kill_locked(c);
+      break;
+    }
+    outcome o{outcome::done};
+    if (rk == response_kind::drop) o = {outcome::retry};
+    if (rk == response_kind::rnr) o = {outcome::rnr, syndrome::none, rh.rnr_timer};
+    if (rk == response_kind::done) {
+      o.synd = static_cast<syndrome>(rh.syndrome);
+      if (rh.length != 0 && !place_response(c, *op, rh.length, deadline, &o.synd)) {
+        kill_locked(c);
+        break;
+      }
+    }
+    c.fifo.pop_front();
+    c.resp_bytes -= op->resp_len + response_overhead;
+    c.req_bytes -= op->req_len;
+    op->result = o;
+    op->done.store(true, std::memory_order_release);
+    ++got;
+  }
+  return got;
+}
+
+// Asks the peer whether we may map the MR behind rkey (same host, nothing in flight on
+// the connection, so the reply is the next frame and nothing sits in rx). Caches the
+// answer. Returns the mapping, or null (not mappable: use requests). False in *alive if
+// the connection broke.
+shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t dst, uint32_t seq, uint64_t deadline,
+                          bool* alive) {
+  *alive = true;
+  auto it = c.maps.find(rkey);
+  if (it != c.maps.end()) return it->second.get();
+  if (!c.fifo.empty() || c.rx.size() != 0) return nullptr;  // ask later, when quiet
+  frame_hdr h = make_hdr(ftype::map, sizeof(map_body), src, dst, seq);
+  map_body b{rkey, 0};
+  iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
+  frame_hdr rh{};
+  int fds[2] = {-1, -1};
+  if (!writev_full(c.fd, v, 2, deadline) || recv_with_fds(c.fd, &rh, sizeof(rh), fds, 2, deadline) < 0) {
+    *alive = false;
+    return nullptr;
+  }
+  const map_reply mr = check_map_reply(rh, h);
+  std::shared_ptr<shm::mapping> m;
+  if (mr == map_reply::ok) {
+    map_ok_body ok{};
+    int more[2] = {-1, -1};
+    const int n_more = recv_with_fds(c.fd, &ok, sizeof(ok), more, 2, deadline);
+    if (n_more < 0) {
+      *alive = false;
+    } else {
+      for (int i = 0; i < n_more; ++i) {
+        if (fds[1] < 0) fds[fds[0] < 0 ? 0 : 1] = more[i];
+        else ::close(more[i]);
+      }
+    }
+    if (*alive && fds[0] >= 0 && fds[1] >= 0 && ok.length != 0) {
+      if (c.table == nullptr) {
+        void* t = ::mmap(nullptr, size_t{shm::table_slots} * sizeof(shm::revocation_slot), PROT_READ | PROT_WRITE,
+                         MAP_SHARED, fds[1], 0);
+        if (t != MAP_FAILED) {
+          c.table = static_cast<shm::revocation_slot*>(t);
+          c.table_map = t;
+          c.table_len = size_t{shm::table_slots} * sizeof(shm::revocation_slot);
+        }
+      }
+      const uint32_t slot = (rkey >> 8) - 2;
+      auto mp = std::make_shared<shm::mapping>();
+      void* base = c.table != nullptr && (rkey >> 8) >= 2 && slot < shm::table_slots
+                       ? shm::map_file(fds[0], ok.file_off, ok.length, (ok.access & verbs::access::remote_write) != 0,
+                                       &mp->map_addr, &mp->map_len)
+                       : nullptr;
+      if (base != nullptr) {
+        mp->base = static_cast<uint8_t*>(base);
+        mp->remote_addr = ok.addr;
+        mp->length = ok.length;
+        mp->access = ok.access;
+        mp->rkey = rkey;
+        mp->epoch = ok.epoch;
+        mp->slot = &c.table[slot];
+        m = std::move(mp);
+      }
+    }
+  } else if (mr == map_reply::bad) {
+    *alive = false;
+  }
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+  if (!*alive) return nullptr;
+  c.maps[rkey] = m;
+  return m.get();
+}
+
+enum class mapped_result : uint8_t { copied, out_of_range, revoked, dead };
+
+// A WRITE (no immediate) or READ through a mapping: one memcpy per gather entry, under a
+// user count the owner's deregistration waits for. The local buffers were checked (and
+// stay registered: the caller holds the key table's shared lock).
+mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
+  const bool write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write);
+  // Outside the grant: the peer's responder reports the error, over the frame path.
+  if (!(m.access & (write ? verbs::access::remote_write : verbs::access::remote_read))) return mapped_result::out_of_range;
+  if (w.raddr < m.remote_addr || w.length > m.length || w.raddr - m.remote_addr > m.length - w.length) {
+    return mapped_result::out_of_range;
+  }
+  // Nothing else crosses this connection while we copy, so a dead peer shows only as EOF:
+  // look every 256 copies (one syscall), which bounds what "completes" after a crash.
+  if ((++copies & 255) == 0) {
+    char x;
+    const ssize_t n = ::recv(fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return mapped_result::dead;
+  }
+  m.slot->users.fetch_add(1, std::memory_order_seq_cst);
+  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey || m.slot->epoch.load(std::memory_order_seq_cst) != m.epoch) {
+    m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
+    return mapped_result::revoked;  // deregistered: the peer's responder says so
+  }
+  uint8_t* remote = m.base + (w.raddr - m.remote_addr);
+  for (uint32_t i = 0; i < w.num_sg; ++i) {
+    const gather_entry& g = w.sg[i];
+    if (g.length == 0) continue;
+    if (!write) {
+      std::memcpy(reinterpret_cast<void*>(g.addr), remote, g.length);
+    } else if (g.is_inline) {
+      r.copy_out(g.inline_off, remote, g.length);
+    } else {
+      std::memcpy(remote, reinterpret_cast<const void*>(g.addr), g.length);
+    }
+    remote += g.length;
+  }
+  m.slot->users.fetch_sub(1, std::memory_order_release);
+  return mapped_result::copied;
+}
+
+}  // namespace
+
+endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
+  if (!qp.wire_bound || w.length == 0 || !dev_.cfg.shm_map) return mapped_copy_status::not_mapped;
+  if (w.opcode != static_cast<uint8_t>(send_opcode::rdma_write) && w.opcode != static_cast<uint8_t>(send_opcode::rdma_read)) {
+    return mapped_copy_status::not_mapped;
+  }
+  client_conn* c = qp.wire_conn.get();  // the QP's own reference keeps it (we hold exec_mu)
+  if (c == nullptr || !c->cma || c->dead.load(std::memory_order_acquire)) return mapped_copy_status::not_mapped;
+  for (const auto& m : qp.wire_maps) {
+    if (m->rkey != w.rkey) continue;
+    const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
+    if (mr == mapped_result::copied) return mapped_copy_status::copied;
+    if (mr == mapped_result::dead) {
+      std::lock_guard lk(c->mu);
+      kill_locked(*c);
+      return mapped_copy_status::dead;
+    }
+    return mapped_copy_status::not_mapped;  // revoked or outside the grant: issue() tells the responder
+  }
+  return mapped_copy_status::not_mapped;
+}
+
+issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {
+  auto finish_now = [&op](outcome o) {
+    op->result = o;
+    op->done.store(true, std::memory_order_release);
+    return issue_status::now;
+  };
+  std::string why;
+  if (!listening_.load(std::memory_order_acquire) && !listen(&why)) return finish_now({outcome::fatal});
+  std::shared_ptr<client_conn> c = qp.wire_conn;
+  if (!c || c->dead.load(std::memory_order_acquire)) {
+    // The executor retires every op of a dead connection (fatal) before it issues again,
+    // so nothing of this QP is in flight on the old one.
+    address a;
+    std::memcpy(a.data(), qp.attr.av.dgid, 16);
+    c = client(a, &why);
+    if (!c) return finish_now({outcome::fatal});  // nobody listens there: the peer is gone
+    qp.wire_conn = c;
+    qp.wire_bound = false;
+    qp.wire_maps.clear();  // mappings belong to the old connection
+  }
+  // Same host, the peer's MR in alloc_shared() memory: copy it ourselves. Only when every
+  // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
+  // wire (RC order). A mapping this QP used before needs no lock (the QP's own cache);
+  // the first use of an rkey asks the peer, under the connection's lock, below.
+  const bool mappable = (w.opcode == static_cast<uint8_t>(send_opcode::rdma_write) ||
+                         w.opcode == static_cast<uint8_t>(send_opcode::rdma_read)) &&
+                        c->cma && dev_.cfg.shm_map && w.length != 0 &&
+                        (qp.wire_ops.empty() || qp.wire_ops.back()->done.load(std::memory_order_acquire));
+  bool revoked = false;
+  if (mappable && qp.wire_bound) {
+    for (size_t i = 0; i < qp.wire_maps.size(); ++i) {
+      shm::mapping& m = *qp.wire_maps[i];
+      if (m.rkey != w.rkey) continue;
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, m, r, w);
+      if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
+      if (mr == mapped_result::revoked) {
+        qp.wire_maps.erase(qp.wire_maps.begin() + static_cast<std::ptrdiff_t>(i));
+        revoked = true;
+      }
+      if (mr == mapped_result::dead) {
+        std::lock_guard lk(c->mu);
+        kill_locked(*c);
+        return finish_now({outcome::fatal});
+      }
+      break;
+    }
+  }
+  std::lock_guard lk(c->mu);
+  if (c->dead.load(std::memory_order_relaxed)) return finish_now({outcome::fatal});
+  if (revoked) c->maps.erase(w.rkey);  // a new MR may get this rkey's slot: ask again then
+  // Read from the clock only when something may wait (the mapped path never does).
+  uint64_t deadline_at = 0;
+  auto deadline = [&] {
+    if (deadline_at == 0) deadline_at = now_ms() + dev_.cfg.wire_timeout_ms;
+    return deadline_at;
+  };
+  auto fail = [&] {
+    kill_locked(*c);
+    return finish_now({outcome::fatal});
+  };
+  const uint32_t src = qp.qpn, dst = qp.attr.dest_qp_num;
+  if (!qp.wire_bound) {
+    // The bind's reply must be the next frame we read: wait until nothing is in flight.
+    if (!c->fifo.empty()) return issue_status::busy;
+    // The bind carries our next PSN: the responder expects it from this pair.
+    frame_hdr h = make_hdr(ftype::bind, sizeof(bind_body), src, dst, op->psn);
+    bind_body b{};
+    std::memcpy(b.token, qp.attr.av.token, 16);
+    iovec v[2] = {{&h, sizeof(h)}, {&b, sizeof(b)}};
+    frame_hdr rh{};
+    if (!writev_full(c->fd, v, 2, deadline()) || !rx_read(c->fd, c->rx, &rh, sizeof(rh), deadline())) return fail();
+    const bind_reply br = check_bind_reply(rh, h.seq);
+    if (br == bind_reply::nak) return finish_now({outcome::retry});  // peer QP not ready yet
+    if (br != bind_reply::ok) return fail();
+    qp.wire_bound = true;
+  }
+  if (mappable && !revoked) {
+    bool in_cache = false;
+    for (const auto& m : qp.wire_maps) in_cache = in_cache || m->rkey == w.rkey;
+    bool alive = true;
+    shm::mapping* m = in_cache ? nullptr : map_peer_mr(*c, w.rkey, src, dst, op->psn, deadline(), &alive);
+    if (!alive) return fail();
+    if (m != nullptr) {
+      qp.wire_maps.push_back(c->maps[w.rkey]);
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
+      if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
+      if (mr == mapped_result::dead) return fail();
+      if (mr == mapped_result::revoked) {
+        qp.wire_maps.pop_back();
+        c->maps.erase(w.rkey);
+      }
+    }
+  }
+  const uint32_t window = dev_.cfg.wire_window == 0 ? 1 : dev_.cfg.wire_window;
+  if (c->fifo.size() >= window) return issue_status::busy;
+
+  const bool atomic = w.atomic_size != 0;
+  const bool read = w.opcode == static_cast<uint8_t>(send_opcode::rdma_read);
+  const bool payload_op = carries_payload(w.opcode);
+  bool all_pointers = true;
+  for (uint32_t i = 0; i < w.num_sg; ++i) all_pointers = all_pointers && !w.sg[i].is_inline;
+  const bool cma = c->cma && (payload_op || read) && all_pointers && w.length >= dev_.cfg.shm_single_copy_min;
+  if (!cma && w.length > max_body - sizeof(request_body)) return finish_now({outcome::done, syndrome::local_length});
+  const uint64_t resp_len = read && !cma ? w.length : atomic ? 8 : 0;
+  // A response bigger than the budget goes alone: nothing else in flight with it.
+  if (!c->fifo.empty() && c->resp_bytes + resp_len + response_overhead > response_budget) return issue_status::busy;
+  const uint64_t req_len = payload_op && !cma ? w.length : 0;  // bytes in the socket
+  if (c->fifo.size() >= 2 && c->req_bytes + req_len > dev_.cfg.wire_window_bytes) return issue_status::busy;
+
+  frame_hdr h = make_hdr(ftype::request, sizeof(request_body), src, dst, op->psn);
+  h.opcode = w.opcode;
+  h.fm_ce_se = w.fm_ce_se;
+  request_body b{};
+  b.raddr = w.raddr;
+  b.rkey = w.rkey;
+  b.imm_raw = w.imm_raw;
+  b.msg_len = atomic ? 0 : w.length;
+  b.atomic_size = w.atomic_size;
+  b.swap_add = w.swap_add;
+  b.compare = w.compare;
+  b.swap_mask = w.swap_mask;
+  b.compare_mask = w.compare_mask;
+  iovec v[2 + max_gather];
+  iov_entry list[max_gather];
+  uint8_t inl[1024];
+  int nv = 2;
+  if (cma) {
+    h.flags |= fflag::cma;
+    for (uint32_t i = 0; i < w.num_sg; ++i) {
+      if (w.sg[i].length == 0) continue;
+      list[b.n_iov++] = {w.sg[i].addr, w.sg[i].length};
+    }
+    h.length += b.n_iov * static_cast<uint32_t>(sizeof(iov_entry));
+    v[nv++] = {list, b.n_iov * sizeof(iov_entry)};
+  } else if (payload_op) {
+    // Straight from the registered buffers (no staging copy); inline bytes from the WQE.
+    uint32_t inl_used = 0;
+    for (uint32_t i = 0; i < w.num_sg; ++i) {
+      const gather_entry& g = w.sg[i];
+      if (g.length == 0) continue;
+      if (g.is_inline) {
+        if (inl_used + g.length > sizeof(inl)) return finish_now({outcome::done, syndrome::local_qp_op});
+        r.copy_out(g.inline_off, inl + inl_used, g.length);
+        v[nv++] = {inl + inl_used, g.length};
+        inl_used += g.length;
+      } else {
+        v[nv++] = {reinterpret_cast<void*>(g.addr), g.length};
+      }
+    }
+    h.length += static_cast<uint32_t>(w.length);
+  }
+  v[0] = {&h, sizeof(h)};
+  v[1] = {&b, sizeof(b)};
+  // Test-only faults (wire_test_hooks.hpp): one relaxed load when nothing is armed.
+  frame_hdr corrupted;
+  bool drop_after_send = false;
+  if (test_hooks::armed.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    const uint32_t hook = test_hooks::armed.exchange(0, std::memory_order_acq_rel);
+    switch (static_cast<test_hooks::fault>(hook & 0xff)) {
+      case test_hooks::fault::drop_before_send:
+        ::shutdown(c->fd, SHUT_RDWR);
+        break;
+      case test_hooks::fault::drop_after_send:
+        drop_after_send = true;
+        break;
+      case test_hooks::fault::corrupt_header:
+        // The copy on the wire is corrupted; h stays what we meant, as on a real link.
+        corrupted = h;
+        reinterpret_cast<uint8_t*>(&corrupted)[((hook >> 8) & 0xff) % sizeof(frame_hdr)] ^= static_cast<uint8_t>(hook >> 16);
+        v[0] = {&corrupted, sizeof(corrupted)};
+        break;
+      default:
+        break;
+    }
+  }
+  if (!writev_full(c->fd, v, nv, deadline())) return fail();
+  if (drop_after_send) ::shutdown(c->fd, SHUT_RDWR);
+
+  op->src_qpn = src;
+  op->dst_qpn = dst;
+  op->resp_len = resp_len;
+  op->pdn = qp.pd->pdn;
+  op->atomic_size = w.atomic_size;
+  op->num_sg = 0;
+  if (resp_len != 0) {
+    op->num_sg = w.num_sg;
+    op->sg = std::make_unique<gather_entry[]>(w.num_sg);
+    for (uint32_t i = 0; i < w.num_sg; ++i) op->sg[i] = w.sg[i];
+  }
+  op->sent_ms = now_ms();
+  op->req_len = req_len;
+  c->fifo.push_back(op);
+  c->resp_bytes += resp_len + response_overhead;
+  c->req_bytes += req_len;
+  return issue_status::sent;
+}
+
+int endpoint::response_fd(const soft_qp& qp) const { return qp.wire_conn ? qp.wire_conn->fd : -1; }
+
+void endpoint::poll(soft_qp& qp, uint32_t wait_us) {
+  std::shared_ptr<client_conn> c = qp.wire_conn;
+  if (!c) return;
+  const uint32_t timeout_ms = dev_.cfg.wire_timeout_ms;
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::shared_lock kl(keys().lock());  // READ data lands in registered memory
+      std::lock_guard lk(c->mu);
+      if (c->dead.load(std::memory_order_relaxed) || read_responses_locked(*c, timeout_ms) != 0 || c->fifo.empty()) return;
+      if (now_ms() - c->fifo.front()->sent_ms > timeout_ms) {
+        kill_locked(*c);  // the peer stopped answering (dead process, dropped link)
+        return;
+      }
+    }
+    if (round == 1 || wait_us == 0) return;
+    // Wait without the lock: other QPs on this connection keep sending meanwhile.
+    pollfd p{c->fd, POLLIN, 0};
+    const timespec ts{0, static_cast<long>(wait_us) * 1000};
+    (void)::ppoll(&p, 1, &ts, nullptr);
+  }
+}
+
+}  // namespace gdaki::soft::wire
