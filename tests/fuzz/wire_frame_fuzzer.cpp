@@ -126,7 +126,7 @@ bool serve_request(const w::frame_hdr& h, cursor& in, bool cma_granted) {
 
 void server_side(cursor in, bool cma_granted) {
   // The handshake's frames in order (hello, then auth); the proof itself is checked in
-  // wire.cpp, so the model takes any auth body as a valid proof.
+  // wire_connection.cpp, so the model takes any auth body as a valid proof.
   w::conn_stage stage = w::conn_stage::fresh;
   std::set<uint64_t> bound;
   for (int frames = 0; frames < 256; ++frames) {
