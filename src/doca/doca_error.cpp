@@ -63,11 +63,13 @@ const char* level_name(int level) {
 }  // namespace
 
 extern "C" const char* doca_error_get_name(doca_error_t error) {
+  GDAKI_DOCA_SDK_FORWARD(doca_error_get_name, error);
   const int e = static_cast<int>(error);
   return e >= 0 && e < error_count ? error_texts[e].name : "DOCA_ERROR_UNKNOWN_CODE";
 }
 
 extern "C" const char* doca_error_get_descr(doca_error_t error) {
+  GDAKI_DOCA_SDK_FORWARD(doca_error_get_descr, error);
   const int e = static_cast<int>(error);
   return e >= 0 && e < error_count ? error_texts[e].descr : "Not a doca_error_t value";
 }
