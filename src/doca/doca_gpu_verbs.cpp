@@ -39,7 +39,8 @@ extern "C" doca_error_t doca_gpu_verbs_export_qp(doca_gpu_t* gpu_dev, struct doc
                                                  enum doca_gpu_verbs_send_dbr_mode_ext send_dbr_mode_ext,
                                                  enum doca_gpu_dev_verbs_cq_type cq_type, bool enable_data_direct,
                                                  struct doca_gpu_verbs_qp** qp_out) {
-  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_export_qp, gpu_dev, qp, nic_handler, gpu_qp_umem_dev_ptr, cq_sq, send_dbr_mode_ext, cq_type, enable_data_direct, qp_out);
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_export_qp, gpu_dev, qp, nic_handler, gpu_qp_umem_dev_ptr, cq_sq,
+                         send_dbr_mode_ext, cq_type, enable_data_direct, qp_out);
   static constexpr const char* call = "doca_gpu_verbs_export_qp";
   doca_verbs_qp_open* q = open_of(qp);
   doca_verbs_cq_open* scq = open_of(cq_sq);

@@ -304,13 +304,17 @@ extern "C" doca_error_t doca_verbs_qp_init_attr_set_qp_type(doca_verbs_qp_init_a
     return fail(DOCA_ERROR_NOT_SUPPORTED, #call, reason);     \
   }
 
-GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_umem, "gdaki allocates the QP's rings itself; external UMEM is not accepted",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_umem,
+                  "gdaki allocates the QP's rings itself; external UMEM is not accepted",
                   (doca_verbs_qp_init_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
-GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_dbr_umem, "gdaki places the QP's doorbell record itself; external UMEM is not accepted",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_dbr_umem,
+                  "gdaki places the QP's doorbell record itself; external UMEM is not accepted",
                   (doca_verbs_qp_init_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
-GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_uar, "gdaki maps the QP's doorbell page itself; external UARs are not accepted",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_uar,
+                  "gdaki maps the QP's doorbell page itself; external UARs are not accepted",
                   (doca_verbs_qp_init_attr_t* a1, doca_verbs_uar_t* a2), a1, a2)
-GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_core_direct_master, "core-direct (cross-QP WAIT WQEs) is not modelled by gdaki's providers",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_core_direct_master,
+                  "core-direct (cross-QP WAIT WQEs) is not modelled by gdaki's providers",
                   (doca_verbs_qp_init_attr_t* a1, uint8_t a2), a1, a2)
 
 extern "C" doca_error_t doca_verbs_qp_init_attr_set_send_dbr_mode(doca_verbs_qp_init_attr_t* a,
@@ -417,7 +421,8 @@ extern "C" doca_error_t doca_verbs_cq_attr_set_cq_collapsed(doca_verbs_cq_attr_t
   }
   return DOCA_SUCCESS;
 }
-GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_umem, "gdaki allocates the CQ's ring itself; external UMEM is not accepted",
+GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_umem,
+                  "gdaki allocates the CQ's ring itself; external UMEM is not accepted",
                   (doca_verbs_cq_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
 GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_uar, "gdaki's CQs are not armed; a UAR has nothing to do",
                   (doca_verbs_cq_attr_t* a1, doca_verbs_uar_t* a2), a1, a2)
@@ -584,17 +589,22 @@ extern "C" uint32_t doca_verbs_qp_get_qpn(const doca_verbs_qp_t* verbs_qp) {
   return verbs_qp->open->qp.qpn();
 }
 
-GDAKI_DOCA_REFUSE(doca_verbs_qp_get_wq, "gdaki hands the rings to initiators through doca_gpu_verbs_export_qp, not as raw buffers",
-                  (const doca_verbs_qp_t* a1, void** a2, uint32_t* a3, void** a4, uint32_t* a5, uint32_t* a6), a1, a2, a3, a4, a5, a6)
-GDAKI_DOCA_REFUSE(doca_verbs_qp_get_dbr_addr, "gdaki hands the doorbell record to initiators through doca_gpu_verbs_export_qp",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_get_wq,
+                  "gdaki hands the rings to initiators through doca_gpu_verbs_export_qp, not as raw buffers",
+                  (const doca_verbs_qp_t* a1, void** a2, uint32_t* a3, void** a4, uint32_t* a5, uint32_t* a6),
+                  a1, a2, a3, a4, a5, a6)
+GDAKI_DOCA_REFUSE(doca_verbs_qp_get_dbr_addr,
+                  "gdaki hands the doorbell record to initiators through doca_gpu_verbs_export_qp",
                   (const doca_verbs_qp_t* a1, void** a2), a1, a2)
-GDAKI_DOCA_REFUSE(doca_verbs_qp_get_uar_addr, "gdaki hands the doorbell page to initiators through doca_gpu_verbs_export_qp",
+GDAKI_DOCA_REFUSE(doca_verbs_qp_get_uar_addr,
+                  "gdaki hands the doorbell page to initiators through doca_gpu_verbs_export_qp",
                   (const doca_verbs_qp_t* a1, void** a2), a1, a2)
 
 /* ---- SRQ, UAR, UMEM ------------------------------------------------------------------------ */
 GDAKI_DOCA_REFUSE(doca_verbs_srq_init_attr_create, "shared receive queues are not modelled by gdaki's providers",
                   (struct doca_verbs_srq_init_attr** a1), a1)
-GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_init_attr_destroy, "shared receive queues are not modelled by gdaki's providers",
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_init_attr_destroy,
+                  "shared receive queues are not modelled by gdaki's providers",
                   (struct doca_verbs_srq_init_attr* a1), a1)
 GDAKI_DOCA_REFUSE(doca_verbs_srq_create, "shared receive queues are not modelled by gdaki's providers",
                   (doca_dev_t* a1, struct doca_verbs_srq_init_attr* a2, struct doca_verbs_srq** a3), a1, a2, a3)
@@ -609,7 +619,8 @@ GDAKI_DOCA_REFUSE(doca_verbs_uar_id_get, "gdaki makes no stand-alone UARs",
 GDAKI_DOCA_REFUSE(doca_verbs_uar_reg_addr_get, "gdaki makes no stand-alone UARs",
                   (const doca_verbs_uar_t* a1, void** a2), a1, a2)
 GDAKI_DOCA_REFUSE(doca_verbs_umem_create, "gdaki places rings itself (verbs::placement); UMEM objects are not made",
-                  (doca_dev_t* a1, void* a2, size_t a3, uint32_t a4, int a5, size_t a6, doca_verbs_umem_t** a7), a1, a2, a3, a4, a5, a6, a7)
+                  (doca_dev_t* a1, void* a2, size_t a3, uint32_t a4, int a5, size_t a6, doca_verbs_umem_t** a7),
+                  a1, a2, a3, a4, a5, a6, a7)
 GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_umem_destroy, "gdaki makes no UMEM objects",
                   (doca_verbs_umem_t* a1), a1)
 GDAKI_DOCA_REFUSE(doca_verbs_umem_get_id, "gdaki makes no UMEM objects",

@@ -61,8 +61,9 @@ const sdk_libraries& libraries() {
     const int rc = ::stat(dir, &st);
     if (rc != 0 || !S_ISDIR(st.st_mode)) {
       const std::string why = rc != 0 ? std::strerror(errno) : "not a directory";
-      DOCA_GPUNETIO_LOG(WARNING, "SDK mode: DOCA_SDK_LIB_PATH=%s cannot be used (%s); gdaki serves every DOCA host call",
-                        dir, why.c_str());
+      DOCA_GPUNETIO_LOG(WARNING,
+                        "SDK mode: DOCA_SDK_LIB_PATH=%s cannot be used (%s); gdaki serves every DOCA host call", dir,
+                        why.c_str());
       return l;
     }
     l.dir = dir;
@@ -71,8 +72,9 @@ const sdk_libraries& libraries() {
       l.handles[i] = ::dlopen(path.c_str(), load_flags);
       if (l.handles[i] == nullptr) {
         const char* err = ::dlerror();
-        DOCA_GPUNETIO_LOG(WARNING, "SDK mode: DOCA_SDK_LIB_PATH=%s: cannot load %s (%s); gdaki serves the calls it holds",
-                          dir, library_files[i], err != nullptr ? err : "unknown dlopen error");
+        DOCA_GPUNETIO_LOG(WARNING,
+                          "SDK mode: DOCA_SDK_LIB_PATH=%s: cannot load %s (%s); gdaki serves the calls it holds", dir,
+                          library_files[i], err != nullptr ? err : "unknown dlopen error");
       } else {
         DOCA_GPUNETIO_LOG(INFO, "SDK mode: DOCA_SDK_LIB_PATH=%s: %s loaded; its calls are forwarded to it", dir,
                           library_files[i]);
