@@ -91,6 +91,31 @@ void a_forwarded_call_reaches_the_stand_in() {
   check(doca_gpu_destroy(gpu) == DOCA_SUCCESS, "doca_gpu_destroy reaches the stand-in (and frees the wrapper)");
 }
 
+void handles_do_not_cross_between_gdaki_and_the_sdk() {
+  const std::string log = captured_stderr([] {
+    // A gdaki handle given to a call the stand-in has: gdaki serves it (and this one is
+    // empty, so gdaki refuses it; the stand-in would have answered DOCA_ERROR_INVALID_VALUE
+    // too, so the count of stand-in calls is what shows where it went).
+    doca_gpu_t gdaki_gpu{};
+    gdaki_gpu.type = DOCA_GPU_LIB_TYPE_OPEN;
+    gdaki_gpu.open = nullptr;
+    void* mem = nullptr;
+    void* cpu = nullptr;
+    check(doca_gpu_mem_alloc(&gdaki_gpu, 64, 0, DOCA_GPU_MEM_TYPE_GPU_CPU, &mem, &cpu) == DOCA_ERROR_INVALID_VALUE &&
+              mem == nullptr,
+          "doca_gpu_mem_alloc given a gdaki handle is refused by gdaki");
+    // An SDK handle given to a call gdaki serves (libdoca_verbs.so is absent): refused.
+    doca_verbs_qp_attr_t sdk_attr{};
+    sdk_attr.type = DOCA_VERBS_SDK_LIB_TYPE_SDK;
+    sdk_attr.sdk = standin_gpu;
+    check(doca_verbs_qp_attr_set_rq_psn(&sdk_attr, 7) == DOCA_ERROR_INVALID_VALUE,
+          "a gdaki-served setter refuses a handle the SDK made");
+  });
+  check(lines_with(log, {"SDK mode", "doca_gpu_mem_alloc was given a handle gdaki made", "gdaki serves"}) == 1,
+        "one log line says the SDK call was given a gdaki handle");
+  check(lines_with(log, {"doca_gpu_mem_alloc", "not gdaki's"}) == 1, "gdaki's refusal names the call");
+}
+
 void a_symbol_the_stand_in_lacks_is_served_by_gdaki_with_one_log_line() {
   const std::string log = captured_stderr([] {
     check(std::strcmp(doca_error_get_descr(DOCA_SUCCESS), "Success") == 0,
@@ -162,6 +187,7 @@ void unset_gdaki_serves_everything_without_sdk_log_lines() {
 int main(int argc, char** argv) {
   const std::map<std::string, void (*)()> cases = {
       {"a_forwarded_call_reaches_the_stand_in", a_forwarded_call_reaches_the_stand_in},
+      {"handles_do_not_cross_between_gdaki_and_the_sdk", handles_do_not_cross_between_gdaki_and_the_sdk},
       {"a_symbol_the_stand_in_lacks_is_served_by_gdaki_with_one_log_line",
        a_symbol_the_stand_in_lacks_is_served_by_gdaki_with_one_log_line},
       {"a_library_the_directory_lacks_is_served_by_gdaki_with_one_log_line",
