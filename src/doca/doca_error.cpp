@@ -60,14 +60,21 @@ const char* level_name(int level) {
   }
 }
 
-}  // namespace
-
-extern "C" const char* doca_error_get_name(doca_error_t error) {
+// gdaki's name for a code, also in SDK mode (gdaki's own log lines name gdaki's codes).
+const char* gdaki_error_name(doca_error_t error) {
   const int e = static_cast<int>(error);
   return e >= 0 && e < error_count ? error_texts[e].name : "DOCA_ERROR_UNKNOWN_CODE";
 }
 
+}  // namespace
+
+extern "C" const char* doca_error_get_name(doca_error_t error) {
+  GDAKI_DOCA_SDK_FORWARD(doca_error_get_name, error);
+  return gdaki_error_name(error);
+}
+
 extern "C" const char* doca_error_get_descr(doca_error_t error) {
+  GDAKI_DOCA_SDK_FORWARD(doca_error_get_descr, error);
   const int e = static_cast<int>(error);
   return e >= 0 && e < error_count ? error_texts[e].descr : "Not a doca_error_t value";
 }
@@ -84,7 +91,7 @@ extern "C" void doca_gpunetio_log(int level, const char* file, int line, const c
 namespace gdaki::doca {
 
 doca_error_t fail(doca_error_t err, const char* call, const std::string& why) {
-  std::fprintf(stderr, "[gdaki-doca ERROR] %s: %s (%s)\n", call, why.c_str(), doca_error_get_name(err));
+  std::fprintf(stderr, "[gdaki-doca ERROR] %s: %s (%s)\n", call, why.c_str(), gdaki_error_name(err));
   return err;
 }
 

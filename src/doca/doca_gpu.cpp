@@ -16,6 +16,7 @@ using gdaki::doca::guarded;
 }  // namespace
 
 extern "C" doca_error_t doca_gpu_create(const char* gpu_bus_id, doca_gpu_t** gpu_dev) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_create, gpu_bus_id, gpu_dev);
   if (gpu_bus_id == nullptr || gpu_dev == nullptr) {
     return fail(DOCA_ERROR_INVALID_VALUE, "doca_gpu_create", "gpu_bus_id and gpu_dev must not be NULL");
   }
@@ -34,6 +35,7 @@ extern "C" doca_error_t doca_gpu_create(const char* gpu_bus_id, doca_gpu_t** gpu
 }
 
 extern "C" doca_error_t doca_gpu_destroy(doca_gpu_t* gpu_dev) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_gpu_destroy, gpu_dev);
   doca_gpu_open* g = gdaki::doca::open_of(gpu_dev);
   if (g == nullptr) return fail(DOCA_ERROR_INVALID_VALUE, "doca_gpu_destroy", "gpu_dev is NULL or not gdaki's");
   {
@@ -51,6 +53,7 @@ extern "C" doca_error_t doca_gpu_destroy(doca_gpu_t* gpu_dev) {
 
 extern "C" doca_error_t doca_gpu_mem_alloc(doca_gpu_t* gpu_dev, size_t size, size_t alignment,
                                            enum doca_gpu_mem_type mtype, void** memptr_gpu, void** memptr_cpu) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_mem_alloc, gpu_dev, size, alignment, mtype, memptr_gpu, memptr_cpu);
   static constexpr const char* call = "doca_gpu_mem_alloc";
   doca_gpu_open* g = gdaki::doca::open_of(gpu_dev);
   if (g == nullptr) return fail(DOCA_ERROR_INVALID_VALUE, call, "gpu_dev is NULL or not gdaki's");
@@ -82,6 +85,7 @@ extern "C" doca_error_t doca_gpu_mem_alloc(doca_gpu_t* gpu_dev, size_t size, siz
 }
 
 extern "C" doca_error_t doca_gpu_mem_free(doca_gpu_t* gpu_dev, void* memptr_gpu) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_mem_free, gpu_dev, memptr_gpu);
   static constexpr const char* call = "doca_gpu_mem_free";
   doca_gpu_open* g = gdaki::doca::open_of(gpu_dev);
   if (g == nullptr) return fail(DOCA_ERROR_INVALID_VALUE, call, "gpu_dev is NULL or not gdaki's");
@@ -98,6 +102,7 @@ extern "C" doca_error_t doca_gpu_mem_free(doca_gpu_t* gpu_dev, void* memptr_gpu)
 }
 
 extern "C" doca_error_t doca_gpu_get_dmabuf_fd(doca_gpu_t* gpu_dev, void* memptr_gpu, size_t size, int* dmabuf_fd) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_get_dmabuf_fd, gpu_dev, memptr_gpu, size, dmabuf_fd);
   (void)gpu_dev;
   (void)memptr_gpu;
   (void)size;
@@ -108,6 +113,7 @@ extern "C" doca_error_t doca_gpu_get_dmabuf_fd(doca_gpu_t* gpu_dev, void* memptr
 }
 
 extern "C" doca_error_t doca_gpu_verbs_check_host_version(uint32_t version) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_check_host_version, version);
   if ((version >> 16) != DOCA_GPUNETIO_VERSION_MAJOR) {
     return gdaki::doca::fail(DOCA_ERROR_UNSUPPORTED_VERSION, "doca_gpu_verbs_check_host_version",
                              "host code built for major version " + std::to_string(version >> 16) +
@@ -117,6 +123,7 @@ extern "C" doca_error_t doca_gpu_verbs_check_host_version(uint32_t version) {
 }
 
 extern "C" doca_error_t doca_gpu_verbs_check_device_version(uint32_t version) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_check_device_version, version);
   if ((version >> 16) != DOCA_GPUNETIO_VERSION_MAJOR) {
     return gdaki::doca::fail(DOCA_ERROR_UNSUPPORTED_VERSION, "doca_gpu_verbs_check_device_version",
                              "device code built for major version " + std::to_string(version >> 16) +

@@ -39,6 +39,8 @@ extern "C" doca_error_t doca_gpu_verbs_export_qp(doca_gpu_t* gpu_dev, struct doc
                                                  enum doca_gpu_verbs_send_dbr_mode_ext send_dbr_mode_ext,
                                                  enum doca_gpu_dev_verbs_cq_type cq_type, bool enable_data_direct,
                                                  struct doca_gpu_verbs_qp** qp_out) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_export_qp, gpu_dev, qp, nic_handler, gpu_qp_umem_dev_ptr, cq_sq,
+                         send_dbr_mode_ext, cq_type, enable_data_direct, qp_out);
   static constexpr const char* call = "doca_gpu_verbs_export_qp";
   doca_verbs_qp_open* q = open_of(qp);
   doca_verbs_cq_open* scq = open_of(cq_sq);
@@ -101,6 +103,7 @@ extern "C" doca_error_t doca_gpu_verbs_export_qp(doca_gpu_t* gpu_dev, struct doc
 }
 
 extern "C" doca_error_t doca_gpu_verbs_unexport_qp(doca_gpu_t* gpu_dev, struct doca_gpu_verbs_qp* qp) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_unexport_qp, gpu_dev, qp);
   (void)gpu_dev;
   if (qp == nullptr || qp->priv == nullptr) return fail(invalid, "doca_gpu_verbs_unexport_qp", "qp is NULL or not exported");
   return guarded("doca_gpu_verbs_unexport_qp", [&] {
@@ -111,6 +114,7 @@ extern "C" doca_error_t doca_gpu_verbs_unexport_qp(doca_gpu_t* gpu_dev, struct d
 }
 
 extern "C" doca_error_t doca_gpu_verbs_get_qp_dev(struct doca_gpu_verbs_qp* qp, struct doca_gpu_dev_verbs_qp** qp_gpu) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_get_qp_dev, qp, qp_gpu);
   if (qp == nullptr || qp->priv == nullptr || qp_gpu == nullptr) {
     return fail(invalid, "doca_gpu_verbs_get_qp_dev", "qp (exported) and qp_gpu must not be NULL");
   }
@@ -122,6 +126,7 @@ extern "C" doca_error_t doca_gpu_verbs_get_qp_dev(struct doca_gpu_verbs_qp* qp, 
 extern "C" doca_error_t doca_gpu_verbs_export_multi_qps_dev(doca_gpu_t* gpu_dev, struct doca_gpu_verbs_qp** qps,
                                                             unsigned int num_qps,
                                                             struct doca_gpu_dev_verbs_qp** out_qp_gpus) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_export_multi_qps_dev, gpu_dev, qps, num_qps, out_qp_gpus);
   (void)gpu_dev;
   if (qps == nullptr || num_qps == 0 || out_qp_gpus == nullptr) {
     return fail(invalid, "doca_gpu_verbs_export_multi_qps_dev", "qps, num_qps and out_qp_gpus must be given");
@@ -138,6 +143,7 @@ extern "C" doca_error_t doca_gpu_verbs_export_multi_qps_dev(doca_gpu_t* gpu_dev,
 extern "C" doca_error_t doca_gpu_verbs_unexport_multi_qps_dev(doca_gpu_t* gpu_dev, struct doca_gpu_verbs_qp** qps,
                                                               unsigned int num_qps,
                                                               struct doca_gpu_dev_verbs_qp* qp_gpus) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_unexport_multi_qps_dev, gpu_dev, qps, num_qps, qp_gpus);
   (void)gpu_dev;
   (void)qps;
   (void)num_qps;
@@ -147,6 +153,7 @@ extern "C" doca_error_t doca_gpu_verbs_unexport_multi_qps_dev(doca_gpu_t* gpu_de
 }
 
 extern "C" doca_error_t doca_gpu_verbs_can_gpu_register_uar(void* db, bool* out_can_register) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_can_gpu_register_uar, db, out_can_register);
   if (db == nullptr || out_can_register == nullptr) {
     return fail(invalid, "doca_gpu_verbs_can_gpu_register_uar", "db and out_can_register must not be NULL");
   }
@@ -154,17 +161,20 @@ extern "C" doca_error_t doca_gpu_verbs_can_gpu_register_uar(void* db, bool* out_
   return DOCA_SUCCESS;
 }
 extern "C" doca_error_t doca_gpu_verbs_export_uar(uint64_t* sq_db, uint64_t** uar_addr_gpu) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_export_uar, sq_db, uar_addr_gpu);
   (void)sq_db;
   (void)uar_addr_gpu;
   return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_gpu_verbs_export_uar",
               "gdaki's DOCA layer serves CPU initiators; mapping a UAR for GPU stores is not written");
 }
 extern "C" doca_error_t doca_gpu_verbs_unexport_uar(uint64_t* uar_addr_gpu) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_unexport_uar, uar_addr_gpu);
   (void)uar_addr_gpu;
   return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_gpu_verbs_unexport_uar", "no UAR is ever exported by gdaki");
 }
 
 extern "C" doca_error_t doca_gpu_verbs_cpu_proxy_progress(struct doca_gpu_verbs_qp* qp_cpu, bool* out_progressed) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_cpu_proxy_progress, qp_cpu, out_progressed);
   if (qp_cpu == nullptr || qp_cpu->priv == nullptr) {
     return fail(invalid, "doca_gpu_verbs_cpu_proxy_progress", "qp_cpu is NULL or not exported");
   }
@@ -176,6 +186,7 @@ extern "C" doca_error_t doca_gpu_verbs_cpu_proxy_progress(struct doca_gpu_verbs_
 }
 
 extern "C" doca_error_t doca_gpu_verbs_create_service(doca_gpu_verbs_service_t* out_service) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_create_service, out_service);
   if (out_service == nullptr) return fail(invalid, "doca_gpu_verbs_create_service", "out_service is NULL");
   return guarded("doca_gpu_verbs_create_service", [&] {
     auto* s = new service{};
@@ -198,6 +209,7 @@ extern "C" doca_error_t doca_gpu_verbs_create_service(doca_gpu_verbs_service_t* 
   });
 }
 extern "C" doca_error_t doca_gpu_verbs_service_monitor_qp(doca_gpu_verbs_service_t svc, struct doca_gpu_verbs_qp* qp) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_service_monitor_qp, svc, qp);
   if (svc == nullptr || qp == nullptr || qp->priv == nullptr) {
     return fail(invalid, "doca_gpu_verbs_service_monitor_qp", "service and qp (exported) must not be NULL");
   }
@@ -207,6 +219,7 @@ extern "C" doca_error_t doca_gpu_verbs_service_monitor_qp(doca_gpu_verbs_service
   return DOCA_SUCCESS;
 }
 extern "C" doca_error_t doca_gpu_verbs_destroy_service(doca_gpu_verbs_service_t svc) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_gpu_verbs_destroy_service, svc);
   if (svc == nullptr) return fail(invalid, "doca_gpu_verbs_destroy_service", "service is NULL");
   auto* s = static_cast<service*>(svc);
   s->stop.store(true, std::memory_order_release);
@@ -217,6 +230,7 @@ extern "C" doca_error_t doca_gpu_verbs_destroy_service(doca_gpu_verbs_service_t 
 
 extern "C" doca_error_t doca_gpu_verbs_query_last_error(struct doca_gpu_verbs_qp* qp,
                                                         struct doca_gpu_verbs_qp_error_info* error_info) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_query_last_error, qp, error_info);
   if (qp == nullptr || qp->priv == nullptr || error_info == nullptr) {
     return fail(invalid, "doca_gpu_verbs_query_last_error", "qp (exported) and error_info must not be NULL");
   }
@@ -232,6 +246,7 @@ extern "C" doca_error_t doca_gpu_verbs_query_last_error(struct doca_gpu_verbs_qp
 }
 
 extern "C" doca_error_t doca_gpu_verbs_reset_tracking_and_memory(struct doca_gpu_verbs_qp* qp_gverbs) {
+  GDAKI_DOCA_SDK_FORWARD(doca_gpu_verbs_reset_tracking_and_memory, qp_gverbs);
   (void)qp_gverbs;
   return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_gpu_verbs_reset_tracking_and_memory",
               "gdaki's exported counters are not rewound; unexport the QP, take it through RESET and export it again");

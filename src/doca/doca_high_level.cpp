@@ -127,6 +127,13 @@ extern "C" doca_error_t doca_gpu_verbs_qp_flat_list_create_hl(struct doca_gpu_ve
         return fail(DOCA_ERROR_INVALID_VALUE, "doca_gpu_verbs_qp_flat_list_create_hl",
                     "qp_list[" + std::to_string(i) + "] is NULL or not exported");
       }
+      if (qp_list[i]->qp != nullptr && qp_list[i]->qp->type != DOCA_VERBS_SDK_LIB_TYPE_OPEN) {
+        // SDK mode made this QP: its export is NVIDIA's object, whose layout gdaki does not know.
+        delete[] arr;
+        return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_gpu_verbs_qp_flat_list_create_hl",
+                    "qp_list[" + std::to_string(i) + "] was made by NVIDIA's DOCA library (SDK mode); gdaki can list "
+                    "only QPs it exported");
+      }
       arr[i] = qp_list[i]->qp_gverbs->priv->dev_qp;
     }
     *qp_gpu = arr;

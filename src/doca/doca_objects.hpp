@@ -14,6 +14,7 @@
 #include "doca_gpunetio_high_level.h"
 #include "doca_gpunetio_host.h"
 #include "doca_verbs.h"
+#include "doca/sdk_mode.hpp"
 #include "gdaki/error.hpp"
 #include "gdaki/export.hpp"
 #include "gdaki/verbs/cq.hpp"

@@ -138,6 +138,7 @@ uint32_t to_gdaki_mask(int mask, enum doca_verbs_qp_state next) {
 
 /* ---- devices ------------------------------------------------------------------------------ */
 extern "C" doca_error_t doca_verbs_dev_open(struct ibv_pd* verbs_pd, doca_dev_t** net_dev) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_dev_open, verbs_pd, net_dev);
   gdaki::doca::pd_object* pd = gdaki::doca::pd_of(verbs_pd);
   if (pd == nullptr) {
     return fail(invalid, "doca_verbs_dev_open",
@@ -157,6 +158,7 @@ extern "C" doca_error_t doca_verbs_dev_open(struct ibv_pd* verbs_pd, doca_dev_t*
 }
 
 extern "C" doca_error_t doca_verbs_dev_close(doca_dev_t* net_dev) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_dev_close, net_dev);
   doca_dev_open* o = open_of(net_dev);
   if (o == nullptr) return fail(invalid, "doca_verbs_dev_close", "net_dev is NULL or not gdaki's");
   delete o;
@@ -165,6 +167,7 @@ extern "C" doca_error_t doca_verbs_dev_close(doca_dev_t* net_dev) {
 }
 
 extern "C" doca_error_t doca_verbs_query_device(doca_dev_t* net_dev, struct doca_verbs_device_attr** attr) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_query_device, net_dev, attr);
   doca_dev_open* o = open_of(net_dev);
   if (o == nullptr || attr == nullptr) {
     return fail(invalid, "doca_verbs_query_device", "net_dev (gdaki's) and verbs_device_attr must not be NULL");
@@ -175,54 +178,70 @@ extern "C" doca_error_t doca_verbs_query_device(doca_dev_t* net_dev, struct doca
   });
 }
 extern "C" doca_error_t doca_verbs_device_attr_free(struct doca_verbs_device_attr* attr) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_device_attr_free, attr);
   if (attr == nullptr) return fail(invalid, "doca_verbs_device_attr_free", "verbs_device_attr is NULL");
   delete attr;
   return DOCA_SUCCESS;
 }
-extern "C" uint32_t doca_verbs_device_attr_get_max_qp(const struct doca_verbs_device_attr* a) { return a->attr.max_qp; }
+extern "C" uint32_t doca_verbs_device_attr_get_max_qp(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_qp, a);
+  return a->attr.max_qp;
+}
 extern "C" uint32_t doca_verbs_device_attr_get_max_qp_wr(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_qp_wr, a);
   return a->attr.max_qp_wr;
 }
-extern "C" uint32_t doca_verbs_device_attr_get_max_cq(const struct doca_verbs_device_attr* a) { return a->attr.max_cq; }
+extern "C" uint32_t doca_verbs_device_attr_get_max_cq(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_cq, a);
+  return a->attr.max_cq;
+}
 extern "C" uint32_t doca_verbs_device_attr_get_max_cqe(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_cqe, a);
   return a->attr.max_cqe;
 }
-extern "C" uint32_t doca_verbs_device_attr_get_max_mr(const struct doca_verbs_device_attr* a) { return a->attr.max_mr; }
+extern "C" uint32_t doca_verbs_device_attr_get_max_mr(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_mr, a);
+  return a->attr.max_mr;
+}
 extern "C" uint32_t doca_verbs_device_attr_get_max_sge(const struct doca_verbs_device_attr* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_device_attr_get_max_sge, a);
   return a->attr.max_sge;
 }
 
 /* ---- address handle attributes ------------------------------------------------------------- */
 extern "C" doca_error_t doca_verbs_ah_attr_create(doca_dev_t* net_dev, doca_verbs_ah_attr_t** verbs_ah) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_ah_attr_create, net_dev, verbs_ah);
   if (open_of(net_dev) == nullptr || verbs_ah == nullptr) {
     return fail(invalid, "doca_verbs_ah_attr_create", "net_dev (gdaki's) and verbs_ah must not be NULL");
   }
   return create_attr<doca_verbs_ah_attr_t, doca_verbs_ah_attr_open>(verbs_ah, "doca_verbs_ah_attr_create", "verbs_ah");
 }
 extern "C" doca_error_t doca_verbs_ah_attr_destroy(doca_verbs_ah_attr_t* verbs_ah) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_ah_attr_destroy, verbs_ah);
   return destroy_attr(verbs_ah, "doca_verbs_ah_attr_destroy", "verbs_ah");
 }
 
-#define GDAKI_DOCA_SETTER(call, handle_type, arg_decl, statement)                          \
-  extern "C" doca_error_t call(handle_type* h, arg_decl) {                                  \
+#define GDAKI_DOCA_SETTER(call, handle_type, arg_type, arg, statement)                     \
+  extern "C" doca_error_t call(handle_type* h, arg_type arg) {                              \
+    GDAKI_DOCA_SDK_FORWARD(call, h, arg);                                                   \
     auto* o = open_of(h);                                                                   \
     if (o == nullptr) return fail(invalid, #call, "the attribute object is NULL or not gdaki's"); \
     statement;                                                                              \
     return DOCA_SUCCESS;                                                                    \
   }
 
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_gid, doca_verbs_ah_attr_t, struct doca_verbs_gid gid,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_gid, doca_verbs_ah_attr_t, struct doca_verbs_gid, gid,
                   (std::memcpy(o->av.dgid, gid.raw, 16), o->av.is_global = true))
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_addr_type, doca_verbs_ah_attr_t, enum doca_verbs_addr_type addr_type,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_addr_type, doca_verbs_ah_attr_t, enum doca_verbs_addr_type, addr_type,
                   o->av.is_global = addr_type != DOCA_VERBS_ADDR_TYPE_IB_NO_GRH)
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_dlid, doca_verbs_ah_attr_t, uint32_t dlid,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_dlid, doca_verbs_ah_attr_t, uint32_t, dlid,
                   o->av.dlid = static_cast<uint16_t>(dlid))
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_sl, doca_verbs_ah_attr_t, uint8_t sl, o->av.sl = sl)
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_sgid_index, doca_verbs_ah_attr_t, uint8_t sgid_index,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_sl, doca_verbs_ah_attr_t, uint8_t, sl, o->av.sl = sl)
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_sgid_index, doca_verbs_ah_attr_t, uint8_t, sgid_index,
                   o->av.sgid_index = sgid_index)
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_hop_limit, doca_verbs_ah_attr_t, uint8_t hop_limit,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_hop_limit, doca_verbs_ah_attr_t, uint8_t, hop_limit,
                   o->av.hop_limit = hop_limit)
-GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_traffic_class, doca_verbs_ah_attr_t, uint8_t traffic_class,
+GDAKI_DOCA_SETTER(doca_verbs_ah_attr_set_traffic_class, doca_verbs_ah_attr_t, uint8_t, traffic_class,
                   o->av.traffic_class = traffic_class)
 
 extern "C" doca_error_t gdaki_doca_ah_attr_set_token(doca_verbs_ah_attr_t* verbs_ah, const uint8_t token[16]) {
@@ -236,27 +255,30 @@ extern "C" doca_error_t gdaki_doca_ah_attr_set_token(doca_verbs_ah_attr_t* verbs
 
 /* ---- QP init attributes -------------------------------------------------------------------- */
 extern "C" doca_error_t doca_verbs_qp_init_attr_create(doca_verbs_qp_init_attr_t** a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_init_attr_create, a);
   return create_attr<doca_verbs_qp_init_attr_t, doca_verbs_qp_init_attr_open>(a, "doca_verbs_qp_init_attr_create", "verbs_qp_init_attr");
 }
 extern "C" doca_error_t doca_verbs_qp_init_attr_destroy(doca_verbs_qp_init_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_qp_init_attr_destroy, a);
   return destroy_attr(a, "doca_verbs_qp_init_attr_destroy", "verbs_qp_init_attr");
 }
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_pd, doca_verbs_qp_init_attr_t, doca_dev_t* net_dev, o->pd = net_dev)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_send_cq, doca_verbs_qp_init_attr_t, doca_verbs_cq_t* cq, o->send_cq = cq)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_receive_cq, doca_verbs_qp_init_attr_t, doca_verbs_cq_t* cq,
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_pd, doca_verbs_qp_init_attr_t, doca_dev_t*, net_dev, o->pd = net_dev)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_send_cq, doca_verbs_qp_init_attr_t, doca_verbs_cq_t*, cq, o->send_cq = cq)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_receive_cq, doca_verbs_qp_init_attr_t, doca_verbs_cq_t*, cq,
                   o->receive_cq = cq)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_sq_sig_all, doca_verbs_qp_init_attr_t, int v, o->sq_sig_all = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_sq_wr, doca_verbs_qp_init_attr_t, uint32_t v, o->sq_wr = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_rq_wr, doca_verbs_qp_init_attr_t, uint32_t v, o->rq_wr = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_send_max_sges, doca_verbs_qp_init_attr_t, uint32_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_sq_sig_all, doca_verbs_qp_init_attr_t, int, v, o->sq_sig_all = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_sq_wr, doca_verbs_qp_init_attr_t, uint32_t, v, o->sq_wr = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_rq_wr, doca_verbs_qp_init_attr_t, uint32_t, v, o->rq_wr = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_send_max_sges, doca_verbs_qp_init_attr_t, uint32_t, v,
                   o->send_max_sges = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_receive_max_sges, doca_verbs_qp_init_attr_t, uint32_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_receive_max_sges, doca_verbs_qp_init_attr_t, uint32_t, v,
                   o->receive_max_sges = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_max_inline_data, doca_verbs_qp_init_attr_t, uint32_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_max_inline_data, doca_verbs_qp_init_attr_t, uint32_t, v,
                   o->max_inline = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_user_index, doca_verbs_qp_init_attr_t, uint32_t v, o->user_index = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_init_attr_set_user_index, doca_verbs_qp_init_attr_t, uint32_t, v, o->user_index = v)
 
 extern "C" doca_error_t doca_verbs_qp_init_attr_set_qp_type(doca_verbs_qp_init_attr_t* a, uint32_t qp_type) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_init_attr_set_qp_type, a, qp_type);
   doca_verbs_qp_init_attr_open* o = open_of(a);
   if (o == nullptr) return fail(invalid, "doca_verbs_qp_init_attr_set_qp_type", "qp_init_attr is NULL or not gdaki's");
   if (qp_type != DOCA_VERBS_QP_TYPE_RC) {
@@ -269,24 +291,35 @@ extern "C" doca_error_t doca_verbs_qp_init_attr_set_qp_type(doca_verbs_qp_init_a
 
 // Attributes that hand gdaki memory or doorbells the program made itself: gdaki places
 // rings and doorbell pages itself (verbs::placement), so these are refused by name.
-#define GDAKI_DOCA_REFUSE(call, reason, ...)                                \
-  extern "C" doca_error_t call(__VA_ARGS__) { return fail(DOCA_ERROR_NOT_SUPPORTED, #call, reason); }
+// In SDK mode the SDK may offer them: each is forwarded first.
+#define GDAKI_DOCA_REFUSE(call, reason, params, ...)          \
+  extern "C" doca_error_t call params {                       \
+    GDAKI_DOCA_SDK_FORWARD(call, __VA_ARGS__);                \
+    return fail(DOCA_ERROR_NOT_SUPPORTED, #call, reason);     \
+  }
+// The same for a refused call that destroys its handle.
+#define GDAKI_DOCA_REFUSE_DESTROY(call, reason, params, ...)  \
+  extern "C" doca_error_t call params {                       \
+    GDAKI_DOCA_SDK_FORWARD_DESTROY(call, __VA_ARGS__);        \
+    return fail(DOCA_ERROR_NOT_SUPPORTED, #call, reason);     \
+  }
 
 GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_umem,
                   "gdaki allocates the QP's rings itself; external UMEM is not accepted",
-                  doca_verbs_qp_init_attr_t*, doca_verbs_umem_t*, uint64_t)
+                  (doca_verbs_qp_init_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
 GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_dbr_umem,
                   "gdaki places the QP's doorbell record itself; external UMEM is not accepted",
-                  doca_verbs_qp_init_attr_t*, doca_verbs_umem_t*, uint64_t)
+                  (doca_verbs_qp_init_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
 GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_external_uar,
                   "gdaki maps the QP's doorbell page itself; external UARs are not accepted",
-                  doca_verbs_qp_init_attr_t*, doca_verbs_uar_t*)
+                  (doca_verbs_qp_init_attr_t* a1, doca_verbs_uar_t* a2), a1, a2)
 GDAKI_DOCA_REFUSE(doca_verbs_qp_init_attr_set_core_direct_master,
-                  "core-direct (cross-QP WAIT WQEs) is not modelled by gdaki's providers", doca_verbs_qp_init_attr_t*,
-                  uint8_t)
+                  "core-direct (cross-QP WAIT WQEs) is not modelled by gdaki's providers",
+                  (doca_verbs_qp_init_attr_t* a1, uint8_t a2), a1, a2)
 
 extern "C" doca_error_t doca_verbs_qp_init_attr_set_send_dbr_mode(doca_verbs_qp_init_attr_t* a,
                                                                   enum doca_verbs_qp_send_dbr_mode mode) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_init_attr_set_send_dbr_mode, a, mode);
   if (open_of(a) == nullptr) return fail(invalid, "doca_verbs_qp_init_attr_set_send_dbr_mode", "qp_init_attr is NULL");
   if (mode != DOCA_VERBS_QP_SEND_DBR_MODE_DBR_VALID) {
     return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_verbs_qp_init_attr_set_send_dbr_mode",
@@ -296,6 +329,7 @@ extern "C" doca_error_t doca_verbs_qp_init_attr_set_send_dbr_mode(doca_verbs_qp_
 }
 extern "C" doca_error_t doca_verbs_qp_init_attr_set_ordering_semantic(doca_verbs_qp_init_attr_t* a,
                                                                       enum doca_verbs_qp_ordering_semantic s) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_init_attr_set_ordering_semantic, a, s);
   if (open_of(a) == nullptr) {
     return fail(invalid, "doca_verbs_qp_init_attr_set_ordering_semantic", "qp_init_attr is NULL");
   }
@@ -308,40 +342,43 @@ extern "C" doca_error_t doca_verbs_qp_init_attr_set_ordering_semantic(doca_verbs
 
 /* ---- QP attributes ------------------------------------------------------------------------- */
 extern "C" doca_error_t doca_verbs_qp_attr_create(doca_verbs_qp_attr_t** a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_attr_create, a);
   return create_attr<doca_verbs_qp_attr_t, doca_verbs_qp_attr_open>(a, "doca_verbs_qp_attr_create", "verbs_qp_attr");
 }
 extern "C" doca_error_t doca_verbs_qp_attr_destroy(doca_verbs_qp_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_qp_attr_destroy, a);
   return destroy_attr(a, "doca_verbs_qp_attr_destroy", "verbs_qp_attr");
 }
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_next_state, doca_verbs_qp_attr_t, enum doca_verbs_qp_state s,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_next_state, doca_verbs_qp_attr_t, enum doca_verbs_qp_state, s,
                   o->next_state = s)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_current_state, doca_verbs_qp_attr_t, enum doca_verbs_qp_state s,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_current_state, doca_verbs_qp_attr_t, enum doca_verbs_qp_state, s,
                   o->current_state = s)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_path_mtu, doca_verbs_qp_attr_t, enum doca_verbs_mtu_size mtu,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_path_mtu, doca_verbs_qp_attr_t, enum doca_verbs_mtu_size, mtu,
                   o->attr.mtu = static_cast<verbs::path_mtu>(static_cast<uint32_t>(mtu) + 1))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_rq_psn, doca_verbs_qp_attr_t, uint32_t v, o->attr.rq_psn = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_sq_psn, doca_verbs_qp_attr_t, uint32_t v, o->attr.sq_psn = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_dest_qp_num, doca_verbs_qp_attr_t, uint32_t v, o->attr.dest_qp_num = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_write, doca_verbs_qp_attr_t, int v, o->allow_write = v != 0)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_read, doca_verbs_qp_attr_t, int v, o->allow_read = v != 0)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_atomic, doca_verbs_qp_attr_t, enum doca_verbs_qp_atomic_mode v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_rq_psn, doca_verbs_qp_attr_t, uint32_t, v, o->attr.rq_psn = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_sq_psn, doca_verbs_qp_attr_t, uint32_t, v, o->attr.sq_psn = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_dest_qp_num, doca_verbs_qp_attr_t, uint32_t, v, o->attr.dest_qp_num = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_write, doca_verbs_qp_attr_t, int, v, o->allow_write = v != 0)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_read, doca_verbs_qp_attr_t, int, v, o->allow_read = v != 0)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_allow_remote_atomic, doca_verbs_qp_attr_t, enum doca_verbs_qp_atomic_mode, v,
                   o->allow_atomic = v != DOCA_VERBS_QP_ATOMIC_MODE_NONE)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_pkey_index, doca_verbs_qp_attr_t, uint16_t v, o->attr.pkey_index = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_port_num, doca_verbs_qp_attr_t, uint16_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_pkey_index, doca_verbs_qp_attr_t, uint16_t, v, o->attr.pkey_index = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_port_num, doca_verbs_qp_attr_t, uint16_t, v,
                   o->attr.port_num = static_cast<uint8_t>(v))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_ack_timeout, doca_verbs_qp_attr_t, uint16_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_ack_timeout, doca_verbs_qp_attr_t, uint16_t, v,
                   o->attr.timeout = static_cast<uint8_t>(v))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_retry_cnt, doca_verbs_qp_attr_t, uint16_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_retry_cnt, doca_verbs_qp_attr_t, uint16_t, v,
                   o->attr.retry_cnt = static_cast<uint8_t>(v))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_rnr_retry, doca_verbs_qp_attr_t, uint16_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_rnr_retry, doca_verbs_qp_attr_t, uint16_t, v,
                   o->attr.rnr_retry = static_cast<uint8_t>(v))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_min_rnr_timer, doca_verbs_qp_attr_t, uint16_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_min_rnr_timer, doca_verbs_qp_attr_t, uint16_t, v,
                   o->attr.min_rnr_timer = static_cast<uint8_t>(v))
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_max_rd_atomic, doca_verbs_qp_attr_t, uint8_t v, o->attr.max_rd_atomic = v)
-GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_max_dest_rd_atomic, doca_verbs_qp_attr_t, uint8_t v,
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_max_rd_atomic, doca_verbs_qp_attr_t, uint8_t, v, o->attr.max_rd_atomic = v)
+GDAKI_DOCA_SETTER(doca_verbs_qp_attr_set_max_dest_rd_atomic, doca_verbs_qp_attr_t, uint8_t, v,
                   o->attr.max_dest_rd_atomic = v)
 
 extern "C" doca_error_t doca_verbs_qp_attr_set_ah_attr(doca_verbs_qp_attr_t* a, doca_verbs_ah_attr_t* ah) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_attr_set_ah_attr, a, ah);
   doca_verbs_qp_attr_open* o = open_of(a);
   doca_verbs_ah_attr_open* h = open_of(ah);
   if (o == nullptr || h == nullptr) {
@@ -351,26 +388,32 @@ extern "C" doca_error_t doca_verbs_qp_attr_set_ah_attr(doca_verbs_qp_attr_t* a, 
   return DOCA_SUCCESS;
 }
 extern "C" enum doca_verbs_qp_state doca_verbs_qp_attr_get_next_state(const doca_verbs_qp_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_attr_get_next_state, a);
   return a->open->next_state;
 }
 extern "C" enum doca_verbs_qp_state doca_verbs_qp_attr_get_current_state(const doca_verbs_qp_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_attr_get_current_state, a);
   return a->open->current_state;
 }
 extern "C" uint32_t doca_verbs_qp_attr_get_dest_qp_num(const doca_verbs_qp_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_attr_get_dest_qp_num, a);
   return a->open->attr.dest_qp_num;
 }
 
 /* ---- CQs ------------------------------------------------------------------------------------ */
 extern "C" doca_error_t doca_verbs_cq_attr_create(doca_verbs_cq_attr_t** a) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_cq_attr_create, a);
   return create_attr<doca_verbs_cq_attr_t, doca_verbs_cq_attr_open>(a, "doca_verbs_cq_attr_create", "verbs_cq_attr");
 }
 extern "C" doca_error_t doca_verbs_cq_attr_destroy(doca_verbs_cq_attr_t* a) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_cq_attr_destroy, a);
   return destroy_attr(a, "doca_verbs_cq_attr_destroy", "verbs_cq_attr");
 }
-GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_size, doca_verbs_cq_attr_t, uint32_t v, o->size = v)
-GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_overrun, doca_verbs_cq_attr_t, enum doca_verbs_cq_overrun v,
+GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_size, doca_verbs_cq_attr_t, uint32_t, v, o->size = v)
+GDAKI_DOCA_SETTER(doca_verbs_cq_attr_set_cq_overrun, doca_verbs_cq_attr_t, enum doca_verbs_cq_overrun, v,
                   o->overrun = v == DOCA_VERBS_CQ_ENABLE_OVERRUN)
 extern "C" doca_error_t doca_verbs_cq_attr_set_cq_collapsed(doca_verbs_cq_attr_t* a, uint8_t collapsed) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_cq_attr_set_cq_collapsed, a, collapsed);
   if (open_of(a) == nullptr) return fail(invalid, "doca_verbs_cq_attr_set_cq_collapsed", "cq_attr is NULL");
   if (collapsed != 0) {
     return fail(DOCA_ERROR_NOT_SUPPORTED, "doca_verbs_cq_attr_set_cq_collapsed",
@@ -378,13 +421,15 @@ extern "C" doca_error_t doca_verbs_cq_attr_set_cq_collapsed(doca_verbs_cq_attr_t
   }
   return DOCA_SUCCESS;
 }
-GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_umem, "gdaki allocates the CQ's ring itself; external UMEM is not accepted",
-                  doca_verbs_cq_attr_t*, doca_verbs_umem_t*, uint64_t)
+GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_umem,
+                  "gdaki allocates the CQ's ring itself; external UMEM is not accepted",
+                  (doca_verbs_cq_attr_t* a1, doca_verbs_umem_t* a2, uint64_t a3), a1, a2, a3)
 GDAKI_DOCA_REFUSE(doca_verbs_cq_attr_set_external_uar, "gdaki's CQs are not armed; a UAR has nothing to do",
-                  doca_verbs_cq_attr_t*, doca_verbs_uar_t*)
+                  (doca_verbs_cq_attr_t* a1, doca_verbs_uar_t* a2), a1, a2)
 
 extern "C" doca_error_t doca_verbs_cq_create(doca_dev_t* net_dev, doca_verbs_cq_attr_t* cq_attr,
                                              doca_verbs_cq_t** verbs_cq) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_cq_create, net_dev, cq_attr, verbs_cq);
   doca_dev_open* d = open_of(net_dev);
   doca_verbs_cq_attr_open* a = open_of(cq_attr);
   if (d == nullptr || a == nullptr || verbs_cq == nullptr) {
@@ -403,6 +448,7 @@ extern "C" doca_error_t doca_verbs_cq_create(doca_dev_t* net_dev, doca_verbs_cq_
   });
 }
 extern "C" doca_error_t doca_verbs_cq_destroy(doca_verbs_cq_t* verbs_cq) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_cq_destroy, verbs_cq);
   doca_verbs_cq_open* o = open_of(verbs_cq);
   if (o == nullptr) return fail(invalid, "doca_verbs_cq_destroy", "verbs_cq is NULL or not gdaki's");
   return guarded("doca_verbs_cq_destroy", [&] {
@@ -411,11 +457,15 @@ extern "C" doca_error_t doca_verbs_cq_destroy(doca_verbs_cq_t* verbs_cq) {
     return DOCA_SUCCESS;
   });
 }
-extern "C" uint32_t doca_verbs_cq_get_cqn(const doca_verbs_cq_t* verbs_cq) { return verbs_cq->open->cq.cqn(); }
+extern "C" uint32_t doca_verbs_cq_get_cqn(const doca_verbs_cq_t* verbs_cq) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_cq_get_cqn, verbs_cq);
+  return verbs_cq->open->cq.cqn();
+}
 
 /* ---- QPs ------------------------------------------------------------------------------------ */
 extern "C" doca_error_t doca_verbs_qp_create(doca_dev_t* net_dev, doca_verbs_qp_init_attr_t* qp_init_attr,
                                              doca_verbs_qp_t** verbs_qp) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_create, net_dev, qp_init_attr, verbs_qp);
   static constexpr const char* call = "doca_verbs_qp_create";
   doca_dev_open* d = open_of(net_dev);
   doca_verbs_qp_init_attr_open* a = open_of(qp_init_attr);
@@ -460,6 +510,7 @@ extern "C" doca_error_t doca_verbs_qp_create(doca_dev_t* net_dev, doca_verbs_qp_
 }
 
 extern "C" doca_error_t doca_verbs_qp_destroy(doca_verbs_qp_t* verbs_qp) {
+  GDAKI_DOCA_SDK_FORWARD_DESTROY(doca_verbs_qp_destroy, verbs_qp);
   doca_verbs_qp_open* o = open_of(verbs_qp);
   if (o == nullptr) return fail(invalid, "doca_verbs_qp_destroy", "verbs_qp is NULL or not gdaki's");
   return guarded("doca_verbs_qp_destroy", [&] {
@@ -472,6 +523,7 @@ extern "C" doca_error_t doca_verbs_qp_destroy(doca_verbs_qp_t* verbs_qp) {
 }
 
 extern "C" doca_error_t doca_verbs_qp_modify(doca_verbs_qp_t* verbs_qp, doca_verbs_qp_attr_t* qp_attr, int attr_mask) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_modify, verbs_qp, qp_attr, attr_mask);
   static constexpr const char* call = "doca_verbs_qp_modify";
   doca_verbs_qp_open* q = open_of(verbs_qp);
   doca_verbs_qp_attr_open* a = open_of(qp_attr);
@@ -506,6 +558,7 @@ extern "C" doca_error_t doca_verbs_qp_modify(doca_verbs_qp_t* verbs_qp, doca_ver
 
 extern "C" doca_error_t doca_verbs_qp_query(doca_verbs_qp_t* verbs_qp, doca_verbs_qp_attr_t* qp_attr,
                                             doca_verbs_qp_init_attr_t* qp_init_attr, int* attr_mask) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_query, verbs_qp, qp_attr, qp_init_attr, attr_mask);
   doca_verbs_qp_open* q = open_of(verbs_qp);
   doca_verbs_qp_attr_open* a = open_of(qp_attr);
   if (q == nullptr || a == nullptr) {
@@ -531,35 +584,48 @@ extern "C" doca_error_t doca_verbs_qp_query(doca_verbs_qp_t* verbs_qp, doca_verb
   });
 }
 
-extern "C" uint32_t doca_verbs_qp_get_qpn(const doca_verbs_qp_t* verbs_qp) { return verbs_qp->open->qp.qpn(); }
+extern "C" uint32_t doca_verbs_qp_get_qpn(const doca_verbs_qp_t* verbs_qp) {
+  GDAKI_DOCA_SDK_FORWARD(doca_verbs_qp_get_qpn, verbs_qp);
+  return verbs_qp->open->qp.qpn();
+}
 
 GDAKI_DOCA_REFUSE(doca_verbs_qp_get_wq,
                   "gdaki hands the rings to initiators through doca_gpu_verbs_export_qp, not as raw buffers",
-                  const doca_verbs_qp_t*, void**, uint32_t*, void**, uint32_t*, uint32_t*)
+                  (const doca_verbs_qp_t* a1, void** a2, uint32_t* a3, void** a4, uint32_t* a5, uint32_t* a6),
+                  a1, a2, a3, a4, a5, a6)
 GDAKI_DOCA_REFUSE(doca_verbs_qp_get_dbr_addr,
                   "gdaki hands the doorbell record to initiators through doca_gpu_verbs_export_qp",
-                  const doca_verbs_qp_t*, void**)
+                  (const doca_verbs_qp_t* a1, void** a2), a1, a2)
 GDAKI_DOCA_REFUSE(doca_verbs_qp_get_uar_addr,
-                  "gdaki hands the doorbell page to initiators through doca_gpu_verbs_export_qp", const doca_verbs_qp_t*,
-                  void**)
+                  "gdaki hands the doorbell page to initiators through doca_gpu_verbs_export_qp",
+                  (const doca_verbs_qp_t* a1, void** a2), a1, a2)
 
 /* ---- SRQ, UAR, UMEM ------------------------------------------------------------------------ */
 GDAKI_DOCA_REFUSE(doca_verbs_srq_init_attr_create, "shared receive queues are not modelled by gdaki's providers",
-                  struct doca_verbs_srq_init_attr**)
-GDAKI_DOCA_REFUSE(doca_verbs_srq_init_attr_destroy, "shared receive queues are not modelled by gdaki's providers",
-                  struct doca_verbs_srq_init_attr*)
-GDAKI_DOCA_REFUSE(doca_verbs_srq_create, "shared receive queues are not modelled by gdaki's providers", doca_dev_t*,
-                  struct doca_verbs_srq_init_attr*, struct doca_verbs_srq**)
-GDAKI_DOCA_REFUSE(doca_verbs_srq_destroy, "shared receive queues are not modelled by gdaki's providers",
-                  struct doca_verbs_srq*)
+                  (struct doca_verbs_srq_init_attr** a1), a1)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_init_attr_destroy,
+                  "shared receive queues are not modelled by gdaki's providers",
+                  (struct doca_verbs_srq_init_attr* a1), a1)
+GDAKI_DOCA_REFUSE(doca_verbs_srq_create, "shared receive queues are not modelled by gdaki's providers",
+                  (doca_dev_t* a1, struct doca_verbs_srq_init_attr* a2, struct doca_verbs_srq** a3), a1, a2, a3)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_destroy, "shared receive queues are not modelled by gdaki's providers",
+                  (struct doca_verbs_srq* a1), a1)
 GDAKI_DOCA_REFUSE(doca_verbs_uar_create, "gdaki maps each QP's doorbell page itself; stand-alone UARs are not made",
-                  doca_dev_t*, enum doca_verbs_uar_allocation_type, doca_verbs_uar_t**)
-GDAKI_DOCA_REFUSE(doca_verbs_uar_destroy, "gdaki makes no stand-alone UARs", doca_verbs_uar_t*)
-GDAKI_DOCA_REFUSE(doca_verbs_uar_id_get, "gdaki makes no stand-alone UARs", const doca_verbs_uar_t*, uint32_t*)
-GDAKI_DOCA_REFUSE(doca_verbs_uar_reg_addr_get, "gdaki makes no stand-alone UARs", const doca_verbs_uar_t*, void**)
+                  (doca_dev_t* a1, enum doca_verbs_uar_allocation_type a2, doca_verbs_uar_t** a3), a1, a2, a3)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_uar_destroy, "gdaki makes no stand-alone UARs",
+                  (doca_verbs_uar_t* a1), a1)
+GDAKI_DOCA_REFUSE(doca_verbs_uar_id_get, "gdaki makes no stand-alone UARs",
+                  (const doca_verbs_uar_t* a1, uint32_t* a2), a1, a2)
+GDAKI_DOCA_REFUSE(doca_verbs_uar_reg_addr_get, "gdaki makes no stand-alone UARs",
+                  (const doca_verbs_uar_t* a1, void** a2), a1, a2)
 GDAKI_DOCA_REFUSE(doca_verbs_umem_create, "gdaki places rings itself (verbs::placement); UMEM objects are not made",
-                  doca_dev_t*, void*, size_t, uint32_t, int, size_t, doca_verbs_umem_t**)
-GDAKI_DOCA_REFUSE(doca_verbs_umem_destroy, "gdaki makes no UMEM objects", doca_verbs_umem_t*)
-GDAKI_DOCA_REFUSE(doca_verbs_umem_get_id, "gdaki makes no UMEM objects", const doca_verbs_umem_t*, uint32_t*)
-GDAKI_DOCA_REFUSE(doca_verbs_umem_get_size, "gdaki makes no UMEM objects", const doca_verbs_umem_t*, size_t*)
-GDAKI_DOCA_REFUSE(doca_verbs_umem_get_address, "gdaki makes no UMEM objects", const doca_verbs_umem_t*, void**)
+                  (doca_dev_t* a1, void* a2, size_t a3, uint32_t a4, int a5, size_t a6, doca_verbs_umem_t** a7),
+                  a1, a2, a3, a4, a5, a6, a7)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_umem_destroy, "gdaki makes no UMEM objects",
+                  (doca_verbs_umem_t* a1), a1)
+GDAKI_DOCA_REFUSE(doca_verbs_umem_get_id, "gdaki makes no UMEM objects",
+                  (const doca_verbs_umem_t* a1, uint32_t* a2), a1, a2)
+GDAKI_DOCA_REFUSE(doca_verbs_umem_get_size, "gdaki makes no UMEM objects",
+                  (const doca_verbs_umem_t* a1, size_t* a2), a1, a2)
+GDAKI_DOCA_REFUSE(doca_verbs_umem_get_address, "gdaki makes no UMEM objects",
+                  (const doca_verbs_umem_t* a1, void** a2), a1, a2)

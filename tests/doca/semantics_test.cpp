@@ -3,8 +3,13 @@
 // poll_one_cq_at answers 0 / EBUSY / a negative errno for an error CQE, wait returns only
 // after completion, put_signal's signal never lands before its data, and each one-sided
 // call's remote effect.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <thread>
 
 #include "doca_fixture.hpp"
@@ -56,6 +61,46 @@ TEST_F(env, poll_one_cq_at_is_ebusy_until_the_wqe_completes_then_zero) {
   EXPECT_EQ(r, 0);
   EXPECT_EQ(dst.bytes_at()[4095], 0x5a);
   EXPECT_EQ(doca_gpu_dev_verbs_poll_cq_at(qp(), t2), 0);
+}
+
+// A CPU thread spinning on poll_one_cq_at must give its core away, or the CPU thread that
+// would complete the operation (a CPU proxy's progress thread that yields when idle, the
+// soft NIC's engine) waits a scheduler slice per operation: write_bw --handler proxy ran
+// at 0.001 GB/s (docs/doca-compat.md, Known problems). Shown on one CPU shared with a
+// companion that yields in a loop, as such a progress thread does: after 64 EBUSY polls
+// each further one yields, and every yield is a switch to the companion, which the kernel
+// counts as an involuntary context switch of the polling thread.
+TEST_F(env, a_cpu_thread_spinning_on_poll_one_cq_at_yields_its_core_after_64_busy_polls) {
+  options o;
+  o.connect_a = false;  // the put waits in RESET: every poll is EBUSY
+  setup(o);
+  doca_gpu_dev_verbs_ticket_t t = 0;
+  doca_gpu_dev_verbs_put(qp(), dst.remote(0), src.local(0), 64, &t);
+  cpu_set_t saved;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+  std::atomic<bool> stop{false};
+  std::thread companion([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    while (!stop.load(std::memory_order_acquire)) std::this_thread::yield();
+  });
+  rusage before{};
+  getrusage(RUSAGE_THREAD, &before);
+  constexpr int polls = 1000;
+  int busy = 0;
+  for (int i = 0; i < polls; ++i) busy += doca_gpu_dev_verbs_poll_one_cq_at(qp(), t) == EBUSY ? 1 : 0;
+  rusage after{};
+  getrusage(RUSAGE_THREAD, &after);
+  stop.store(true, std::memory_order_release);
+  companion.join();
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  EXPECT_EQ(busy, polls);
+  const long switches = after.ru_nivcsw - before.ru_nivcsw;
+  std::printf("%d EBUSY polls on one CPU beside a yielding thread: %ld switches away\n", polls, switches);
+  EXPECT_GE(switches, (polls - 64) / 2) << "the polling thread kept its core through " << polls << " EBUSY polls";
 }
 
 TEST_F(env, an_error_cqe_makes_polls_negative_and_query_last_error_names_it) {

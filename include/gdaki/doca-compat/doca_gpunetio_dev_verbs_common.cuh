@@ -105,6 +105,25 @@ GDAKI_HD constexpr int poll_result(gdaki::status st) {
   return st == gdaki::status::ok ? 0 : st == gdaki::status::again ? EBUSY : st == gdaki::status::timeout ? -ETIMEDOUT : -EIO;
 }
 
+// After a non-blocking poll. On CPU threads (the host grid launcher), a caller that spins
+// on EBUSY without pause holds its core, and on a machine with fewer cores than spinning
+// threads the CPU thread that completes the operation (the program's CPU proxy progress
+// thread, the soft NIC's engine) waits for a scheduler slice per operation, milliseconds
+// (docs/doca-compat.md, Known problems). So from the 64th EBUSY in a row on this thread,
+// each further one yields the core (arch::spin_pause). On the GPU: nothing.
+GDAKI_HD inline void after_poll(bool busy) {
+#if GDAKI_DEVICE_PASS
+  (void)busy;
+#else
+  thread_local uint32_t busy_in_a_row = 0;
+  if (!busy) {
+    busy_in_a_row = 0;
+    return;
+  }
+  gdaki::dev::arch::spin_pause(++busy_in_a_row);
+#endif
+}
+
 }  // namespace gdaki_doca_detail
 
 /* ---- lane helpers, timer, fences ------------------------------------------------------- */

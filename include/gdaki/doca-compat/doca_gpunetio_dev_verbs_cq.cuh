@@ -36,7 +36,9 @@ template <enum doca_gpu_dev_verbs_resource_sharing_mode resource_sharing_mode =
               DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>
 GDAKI_DOCA_DEV inline int doca_gpu_dev_verbs_poll_one_cq_device_at(struct doca_gpu_dev_verbs_cq *cq,
                                                                    uint64_t cons_index) {
-  return gdaki_doca_detail::poll_result(gdaki::dev::test(*cq->qp, gdaki_doca_detail::gdaki_ticket(cons_index)));
+  const int r = gdaki_doca_detail::poll_result(gdaki::dev::test(*cq->qp, gdaki_doca_detail::gdaki_ticket(cons_index)));
+  gdaki_doca_detail::after_poll(r == EBUSY);
+  return r;
 }
 template <enum doca_gpu_dev_verbs_resource_sharing_mode resource_sharing_mode =
               DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
