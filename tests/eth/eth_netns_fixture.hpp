@@ -99,14 +99,24 @@ class eth_netns : public ::testing::Test {
   }
 
   // Sends frame `i` of `pool` on tx_port's queue from the calling CPU thread, through the
-  // device API (grid sharing: several test threads may send at once). Commits when asked.
-  void send(const frame_pool& pool, size_t i, bool commit, uint32_t flags = dev::eth_send_flags::none) {
+  // device API (grid sharing: several test threads may send at once), asking for a
+  // completion; commits when asked. Returns the position to settle (see settle) before
+  // the pool's buffers go away.
+  uint64_t send(const frame_pool& pool, size_t i, bool commit) {
     uint64_t pos = 0;
     const auto& f = pool.at(i);
-    ASSERT_EQ((dev::eth_txq_send<dev::scope_thread, dev::sharing::grid>(
-                  tx_port->txq(), reinterpret_cast<uint64_t>(f.data()), static_cast<uint32_t>(f.size()), flags, &pos)),
+    EXPECT_EQ((dev::eth_txq_send<dev::scope_thread, dev::sharing::grid>(
+                  tx_port->txq(), reinterpret_cast<uint64_t>(f.data()), static_cast<uint32_t>(f.size()),
+                  dev::eth_send_flags::notify, &pos)),
               gdaki::status::ok);
     if (commit) dev::eth_txq_commit(tx_port->txq());
+    return pos;
+  }
+  // Waits until the port sent everything up to `pos`: only then may the frames' buffers be
+  // reused or freed (arriving at the far end is no proof the sender's port is done with them).
+  void settle(uint64_t pos) {
+    dev::eth_txq_commit(tx_port->txq());
+    EXPECT_EQ(dev::eth_txq_wait(tx_port->txq(), pos, 10'000'000'000ull), gdaki::status::ok);
   }
 
   // Waits (up to `seconds`) until rx_port took at least `frames` frames off its ring.

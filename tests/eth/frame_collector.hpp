@@ -91,12 +91,12 @@ class frame_collector {
 };
 
 // A sender of one kind: `window` frames in flight at most (sent minus received by the
-// collector), buffers reused round-robin (the window guarantees a reused buffer's frame
-// was received, hence sent).
+// collector), buffers reused round-robin once the port reports the frame that last used
+// the buffer as sent (every send asks for a completion).
 class paced_sender {
  public:
   paced_sender(dev::eth_txq_handle& q, const frame_collector& c, frame_spec s, uint32_t kind, uint32_t window)
-      : q_(q), c_(c), kind_(kind), window_(window), buffers_(2 * window) {
+      : q_(q), c_(c), kind_(kind), window_(window), buffers_(2 * window), pos_(2 * window, 0) {
     for (auto& b : buffers_) {
       frame_pool one;
       one.add(s, kind, 0);
@@ -109,33 +109,45 @@ class paced_sender {
   bool send(uint64_t n, const std::atomic<bool>* stop = nullptr, double stall_seconds = 20) {
     for (uint64_t seq = 0; seq < n; ++seq) {
       if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
-        dev::eth_txq_commit(q_);
         sent_ = seq;
-        return true;
+        return settle_all();
       }
       if (seq >= window_ && !c_.wait_for(kind_, seq - window_ + 1, stall_seconds)) return false;
-      std::vector<uint8_t>& b = buffers_[seq % buffers_.size()];
+      const size_t slot = seq % buffers_.size();
+      if (pos_[slot] != 0 && dev::eth_txq_wait(q_, pos_[slot], 10'000'000'000ull) != gdaki::status::ok) return false;
+      std::vector<uint8_t>& b = buffers_[slot];
       const frame_tag t{frame_marker, kind_, seq};
       std::memcpy(b.data() + tag_at_, &t, sizeof(t));
       uint64_t pos = 0;
       if (dev::eth_txq_send<dev::scope_thread, dev::sharing::grid>(q_, reinterpret_cast<uint64_t>(b.data()),
                                                                    static_cast<uint32_t>(b.size()),
-                                                                   dev::eth_send_flags::none, &pos) != gdaki::status::ok) {
+                                                                   dev::eth_send_flags::notify, &pos) != gdaki::status::ok) {
         return false;
       }
+      pos_[slot] = pos;
       if ((seq + 1) % 32 == 0 || seq + 1 == n) dev::eth_txq_commit(q_);
     }
-    dev::eth_txq_commit(q_);
     sent_ = n;
-    return true;
+    return settle_all();
   }
   uint64_t sent() const { return sent_; }
+  ~paced_sender() { (void)settle_all(); }
 
  private:
   dev::eth_txq_handle& q_;
   const frame_collector& c_;
   uint32_t kind_, window_;
+  // Commits, then waits until the port sent every frame of ours (our buffers are free).
+  bool settle_all() {
+    dev::eth_txq_commit(q_);
+    for (uint64_t p : pos_) {
+      if (p != 0 && dev::eth_txq_wait(q_, p, 10'000'000'000ull) != gdaki::status::ok) return false;
+    }
+    return true;
+  }
+
   std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<uint64_t> pos_;  // position of the last send from each buffer (0: none)
   size_t tag_at_ = 0;
   uint64_t sent_ = 0;
 };

@@ -126,13 +126,14 @@ TEST_F(eth_netns, rules_steer_every_frame_to_its_queue_rss_spreads_by_hash_drop_
 
   // Sender: batches of 64, each waited for on the far side so the veth backlog never
   // overflows (this test is about steering, not about load).
-  uint64_t base = rx_port->stats().frames_seen;
+  uint64_t base = rx_port->stats().frames_seen, last = 0;
   for (size_t i = 0; i < pool.size(); ++i) {
-    send(pool, i, (i + 1) % 64 == 0 || i + 1 == pool.size());
+    last = send(pool, i, (i + 1) % 64 == 0 || i + 1 == pool.size());
     if ((i + 1) % 64 == 0) {
       ASSERT_TRUE(wait_seen(base + i + 1)) << "frames stuck between the ports";
     }
   }
+  settle(last);
   const uint64_t expected = uint64_t{per_kind} * (k_kinds - 1);  // all but the dropped kind
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (received.load() < expected && std::chrono::steady_clock::now() < until) {

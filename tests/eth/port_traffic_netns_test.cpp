@@ -71,13 +71,15 @@ TEST_F(eth_netns, a_receiver_that_does_not_keep_up_sees_its_queue_fill_and_every
   // Nobody receives from queue 1 while this runs. Pace on what the port took off the
   // kernel's ring, so the kernel never has to drop: every loss is the queue's.
   const uint64_t base = rx_port->stats().frames_seen;
+  uint64_t last = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    send(pool, i, (i + 1) % 64 == 0 || i + 1 == n);
+    last = send(pool, i, (i + 1) % 64 == 0 || i + 1 == n);
     if ((i + 1) % 256 == 0) {
       ASSERT_TRUE(wait_seen(base + i + 1));
     }
   }
   ASSERT_TRUE(wait_seen(base + n));
+  settle(last);
   dev::eth_rxq_handle& q = rx_port->rxq(1);
   const geth::port_stats st = rx_port->stats();
   EXPECT_EQ(st.kernel_drops, 0u);
@@ -101,7 +103,7 @@ TEST_F(eth_netns, a_receiver_that_does_not_keep_up_sees_its_queue_fill_and_every
   ASSERT_EQ(dev::eth_rxq_release(q, first, got), gdaki::status::ok);
   // Once released, the queue takes frames again.
   pool.add(udp(1, 5001), 0, n);
-  send(pool, n, true);
+  settle(send(pool, n, true));
   ASSERT_TRUE(wait_seen(base + n + 1));
   ASSERT_EQ(dev::eth_rxq_receive(q, 1, 1'000'000'000, &first, &got), gdaki::status::ok);
   EXPECT_EQ(got, 1u);
@@ -135,23 +137,28 @@ TEST_F(eth_netns, rules_changed_under_traffic_lose_nothing_that_matched_a_rule_i
   // arrived before the next change. A higher-priority rule for another port comes and goes
   // as well, republishing the list while the toggled rule is in force.
   frame_pool pool;
-  uint64_t in_force_sent = 0, removed_sent = 0;
+  uint64_t in_force_sent = 0, removed_sent = 0, last = 0;
   constexpr int rounds = 40;
   constexpr uint32_t batch = 32;
   for (int r = 0; r < rounds && !HasFatalFailure(); ++r) {
     uint32_t toggled = 0, churn = 0;
     ASSERT_EQ(st.add_rule(udp_port_to(5002, 2), &toggled), gdaki::status::ok);
     ASSERT_EQ(st.add_rule(udp_port_to(5003, 3, 1), &churn), gdaki::status::ok);
-    for (uint32_t i = 0; i < batch; ++i) send(pool, pool.add(udp(3, 5002), while_in_force, in_force_sent++), i + 1 == batch);
+    for (uint32_t i = 0; i < batch; ++i) {
+      last = send(pool, pool.add(udp(3, 5002), while_in_force, in_force_sent++), i + 1 == batch);
+    }
     ASSERT_EQ(st.remove_rule(churn), gdaki::status::ok);
     ASSERT_TRUE(c.wait_for(while_in_force, in_force_sent)) << "round " << r;
     ASSERT_EQ(st.remove_rule(toggled), gdaki::status::ok);
-    for (uint32_t i = 0; i < batch; ++i) send(pool, pool.add(udp(3, 5002), while_removed, removed_sent++), i + 1 == batch);
+    for (uint32_t i = 0; i < batch; ++i) {
+      last = send(pool, pool.add(udp(3, 5002), while_removed, removed_sent++), i + 1 == batch);
+    }
     ASSERT_TRUE(c.wait_for(while_removed, removed_sent)) << "round " << r;
   }
   stop.store(true);
   t1.join();
   t2.join();
+  settle(last);
   ASSERT_TRUE(steady_ok && racing_ok) << "a sender stalled: frames were lost";
   ASSERT_TRUE(c.wait_for(permanent, steady.sent()));
   ASSERT_TRUE(c.wait_for(unsynchronised, racing.sent()));
