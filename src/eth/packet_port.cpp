@@ -40,6 +40,11 @@ mapped_bytes::~mapped_bytes() {
 
 namespace {
 
+// Frames one turn of the receive side takes: the port thread's turn, and a CPU receiver's
+// (whose queue should not be flooded before it can release anything).
+constexpr size_t port_thread_budget = 1024;
+constexpr size_t hook_budget = 256;
+
 bool power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
@@ -59,7 +64,7 @@ packet_port::impl::~impl() {
 void packet_port::impl::run() {
   uint32_t idle = 0;
   while (!stop.load(std::memory_order_relaxed)) {
-    const size_t work = receive_blocks() + transmit_committed();
+    const size_t work = try_receive(port_thread_budget) + try_transmit();
     if (work != 0) {
       idle = 0;
       continue;
@@ -143,6 +148,10 @@ status packet_port::open(const port_config& c, std::unique_ptr<packet_port>* out
     q->h.slots = c.rx_slots;
     q->h.slot_bytes = c.slot_bytes;
     q->h.queue = i;
+    if (c.initiators_drive_port) {
+      q->h.host_poll_hook = [](void* ctx) { (void)static_cast<impl*>(ctx)->try_receive(hook_budget); };
+      q->h.host_hook_ctx = p.get();
+    }
     p->rx.push_back(std::move(q));
   }
   p->tx = std::make_unique<dev::eth_txq_handle>();
@@ -154,6 +163,10 @@ status packet_port::open(const port_config& c, std::unique_ptr<packet_port>* out
   p->tx->ring = reinterpret_cast<dev::eth_tx_descriptor*>(p->tx_ring.data());
   p->tx->slots = c.tx_slots;
   p->tx->notify_period = c.tx_slots / 2;
+  if (c.initiators_drive_port) {
+    p->tx->host_commit_hook = [](void* ctx) { (void)static_cast<impl*>(ctx)->try_transmit(); };
+    p->tx->host_hook_ctx = p.get();
+  }
   impl* raw = p.get();
   p->thread = std::thread([raw] { raw->run(); });
   out->reset(new packet_port(std::move(p)));

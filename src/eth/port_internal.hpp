@@ -45,12 +45,21 @@ struct packet_port::impl {
   uint8_t* ring = nullptr;  // the kernel's TPACKET_V3 receive ring
   size_t ring_bytes = 0;
   uint32_t next_block = 0;
+  // Where the receive side stopped inside the current block (null: at a block boundary),
+  // the frames of it still to read, and the rule list it is classified with.
+  uint8_t* block_cursor = nullptr;
+  uint32_t block_left = 0;
+  std::shared_ptr<const steering_table::snapshot> block_snapshot;
   std::array<uint8_t, 6> mac{};
   std::unique_ptr<steering_table> steering;
   std::vector<std::unique_ptr<rx_queue>> rx;
   std::unique_ptr<dev::eth_txq_handle> tx;
   mapped_bytes tx_ring;
-  uint64_t tx_done = 0;  // port thread only: descriptors sent so far
+  std::atomic<uint64_t> tx_done{0};  // descriptors sent so far (written under tx_busy)
+
+  // Who runs each side now: the port thread, or an initiator's CPU thread through the
+  // handles' host hooks. A try-lock: whoever finds it taken leaves the work to the holder.
+  std::atomic_flag rx_busy = ATOMIC_FLAG_INIT, tx_busy = ATOMIC_FLAG_INIT;
 
   std::atomic<bool> stop{false};
   std::thread thread;
@@ -61,10 +70,16 @@ struct packet_port::impl {
   explicit impl(const port_config& c) : cfg(c) {}
   ~impl();
 
-  // Receive: walks every block the kernel handed over. Returns frames taken.
-  size_t receive_blocks();
-  // Transmit: sends every committed descriptor. Returns frames sent.
+  // Receive: takes up to `budget` frames from the blocks the kernel handed over. Returns
+  // frames taken. Caller holds rx_busy.
+  size_t receive_blocks(size_t budget);
+  // Transmit: sends every committed descriptor. Returns frames sent. Caller holds tx_busy.
   size_t transmit_committed();
+  // The same under their try-locks, for the port thread and the host hooks; the transmit
+  // side looks again after unlocking, so a commit made while it held the lock is not left
+  // to the port thread's next wake-up.
+  size_t try_receive(size_t budget);
+  size_t try_transmit();
   void run();
 };
 

@@ -3,6 +3,7 @@
 // completion entry, its `seq` word last with release.
 #include <linux/if_packet.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "eth/port_internal.hpp"
@@ -55,17 +56,23 @@ void place(rx_queue& rq, const uint8_t* frame, uint32_t len, const uint16_t* tag
 
 }  // namespace
 
-size_t packet_port::impl::receive_blocks() {
+size_t packet_port::impl::receive_blocks(size_t budget) {
   size_t taken = 0;
-  for (;;) {
+  while (taken < budget) {
     auto* block = reinterpret_cast<tpacket_block_desc*>(ring + size_t{next_block} * cfg.capture_block_bytes);
-    // Acquire pairs with the kernel's release of the block (smp_wmb before the status).
-    if ((arch::load_acquire(&block->hdr.bh1.block_status) & TP_STATUS_USER) == 0) return taken;
-    const auto snap = steering->current();  // one rule list per block
-    const uint32_t n = block->hdr.bh1.num_pkts;
-    auto* h = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<uint8_t*>(block) + block->hdr.bh1.offset_to_first_pkt);
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint8_t* frame = reinterpret_cast<const uint8_t*>(h) + h->tp_mac;
+    if (block_cursor == nullptr) {
+      // Acquire pairs with the kernel's release of the block (smp_wmb before the status).
+      if ((arch::load_acquire(&block->hdr.bh1.block_status) & TP_STATUS_USER) == 0) return taken;
+      block_snapshot = steering->current();  // one rule list per block
+      block_cursor = reinterpret_cast<uint8_t*>(block) + block->hdr.bh1.offset_to_first_pkt;
+      block_left = block->hdr.bh1.num_pkts;
+    }
+    // Within the budget, so a CPU receiver driving the port gets its queue back between
+    // chunks (a 1 MiB block holds about 10,000 small frames, more than a queue's slots).
+    const size_t n = std::min<size_t>(block_left, budget - taken);
+    for (size_t i = 0; i < n; ++i) {
+      auto* h = reinterpret_cast<tpacket3_hdr*>(block_cursor);
+      const uint8_t* frame = block_cursor + h->tp_mac;
       const uint32_t len = h->tp_snaplen;
       std::optional<uint16_t> tci;
       uint16_t tag[2] = {ethertype_vlan, 0};
@@ -75,20 +82,33 @@ size_t packet_port::impl::receive_blocks() {
         if ((h->tp_status & TP_STATUS_VLAN_TPID_VALID) != 0) tag[0] = h->hv1.tp_vlan_tpid;
       }
       const frame_fields f = parse_frame(std::span<const uint8_t>(frame, len), tci);
-      const verdict v = steering_table::classify(*snap, f);
+      const verdict v = steering_table::classify(*block_snapshot, f);
       if (v.drop) {
         rule_drops.fetch_add(1, std::memory_order_relaxed);
       } else {
         place(*rx[v.queue], frame, len, tci ? tag : nullptr, v, placed);
       }
-      h = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<uint8_t*>(h) + h->tp_next_offset);
+      block_cursor += h->tp_next_offset;
     }
+    block_left -= n;
     frames_seen.fetch_add(n, std::memory_order_relaxed);
     taken += n;
-    // Release: our reads of the block are done before the kernel refills it.
-    arch::store_release(&block->hdr.bh1.block_status, static_cast<uint32_t>(TP_STATUS_KERNEL));
-    next_block = (next_block + 1) % cfg.capture_blocks;
+    if (block_left == 0) {
+      block_cursor = nullptr;
+      block_snapshot.reset();
+      // Release: our reads of the block are done before the kernel refills it.
+      arch::store_release(&block->hdr.bh1.block_status, static_cast<uint32_t>(TP_STATUS_KERNEL));
+      next_block = (next_block + 1) % cfg.capture_blocks;
+    }
   }
+  return taken;
+}
+
+size_t packet_port::impl::try_receive(size_t budget) {
+  if (rx_busy.test_and_set(std::memory_order_acquire)) return 0;
+  const size_t n = receive_blocks(budget);
+  rx_busy.clear(std::memory_order_release);
+  return n;
 }
 
 }  // namespace gdaki::eth

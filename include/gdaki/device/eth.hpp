@@ -55,7 +55,13 @@ GDAKI_HD inline void eth_rx_take(eth_rxq_handle& q, uint32_t max, uint64_t timeo
   const uint64_t start = bounded ? arch::clock_ns() : 0;
   for (uint32_t it = 0;; ++it) {
     const uint64_t c = arch::local::load_acquire(&q.claimed);
-    const uint32_t n = eth_rx_ready(q, c, max);
+    uint32_t n = eth_rx_ready(q, c, max);
+#if !GDAKI_DEVICE_PASS
+    if (n < max && q.host_poll_hook != nullptr) {
+      q.host_poll_hook(q.host_hook_ctx);  // a CPU receiver drives the NIC: no thread hop
+      n = eth_rx_ready(q, c, max);
+    }
+#endif
     const bool expired = timeout_ns == 0 || (bounded && arch::clock_ns() - start >= timeout_ns);
     if (n == max || expired) {
       if (n != 0) {
@@ -254,6 +260,9 @@ GDAKI_HD inline status eth_txq_commit(eth_txq_handle& q) {
   // acquires; fetch_max is acq_rel at system scope, so it carries them.
   arch::fence_to_device();
   arch::fetch_max(&q.committed, ready);
+#if !GDAKI_DEVICE_PASS
+  if (q.host_commit_hook != nullptr) q.host_commit_hook(q.host_hook_ctx);  // send on this CPU thread
+#endif
   return status::ok;
 }
 

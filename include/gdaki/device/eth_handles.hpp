@@ -10,6 +10,12 @@
 
 namespace gdaki::dev {
 
+// Host-only hook (never called in device code): lets a NIC modelled on CPU threads do its
+// work on the initiator's own thread, as the soft QP's doorbell and poll hooks do
+// (design.md 5): a receive that finds too few frames runs the port's receive side, a
+// commit runs its transmit side. Null when the NIC needs no CPU help.
+using eth_host_hook_fn = void (*)(void* ctx);
+
 // One completion entry per received frame, written by the NIC into the slot's index.
 // `seq` is the frame's position + 1 (low 32 bits), stored last with release: the entry
 // is valid when seq matches, like the owner bit of an mlx5 CQE (never 0 when valid, so a
@@ -30,6 +36,8 @@ struct eth_rxq_handle {
   uint32_t slot_bytes = 0;                     // longest frame a slot holds (longer ones are dropped, counted)
   uint32_t queue = 0;                          // this queue's index on its port
   uint32_t reserved0 = 0;
+  eth_host_hook_fn host_poll_hook = nullptr;   // CPU receivers: run the NIC's receive side
+  void* host_hook_ctx = nullptr;
   alignas(64) uint64_t claimed = 0;            // initiators only: next frame a receive call hands out
   alignas(64) uint64_t released = 0;           // initiators write, NIC reads: slots below this are free
   alignas(64) uint64_t produced = 0;           // NIC writes: frames placed so far
@@ -56,6 +64,8 @@ struct eth_txq_handle {
   eth_tx_descriptor* ring = nullptr;
   uint32_t slots = 0;          // power of two
   uint32_t notify_period = 0;  // descriptors at k * period - 1 always notify (liveness, as a QP's auto-signal)
+  eth_host_hook_fn host_commit_hook = nullptr;  // CPU committers: run the NIC's transmit side
+  void* host_hook_ctx = nullptr;
   alignas(64) uint64_t reserved = 0;   // initiators only: descriptors handed out
   alignas(64) uint64_t ready = 0;      // initiators only: descriptors written, in order
   alignas(64) uint64_t committed = 0;  // initiators write (commit), NIC reads: the doorbell

@@ -29,6 +29,10 @@ struct port_config {
   uint32_t capture_blocks = 64;        // blocks in the kernel's receive ring
   uint32_t block_timeout_ms = 1;       // a partly filled block is handed over after this long
   uint32_t default_queue = 0;          // where frames no rule matches go
+  // CPU-thread initiators run the port's work themselves: a receive that finds too few
+  // frames takes the kernel's finished blocks, a commit sends (no hop to the port thread,
+  // which keeps running for GPU initiators and idle periods). Device code never does.
+  bool initiators_drive_port = true;
   rss_key key = default_rss_key;
 };
 
