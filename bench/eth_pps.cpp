@@ -6,7 +6,7 @@
 //            receiver in ns2 counts what arrives; rate = frames received / (last - first)
 //   send:    the sender in ns1 sends --frames frames; rate = frames / elapsed
 // Needs root (namespaces, packet sockets); exits 77 without.
-// Usage: eth_pps [--runs N] [--frames F] [--sizes 64,1500] [--json]
+// Usage: eth_pps [--runs N] [--frames F] [--sizes 64,1500] [--rx-slots S] [--json]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if_packet.h>
@@ -150,6 +150,8 @@ struct rx_counter {
   }
 };
 
+uint32_t rx_slots_opt = 4096;  // --rx-slots
+
 // Fraction of the generator's frames the last receive measurement counted (send: 1).
 double last_delivered = 1;
 
@@ -178,6 +180,7 @@ double rx_gdaki(setup& s, size_t bytes, uint64_t n) {
   return measure_rx(s, bytes, n, [&](rx_counter& c, std::atomic<bool>& ready) {
     geth::port_config cfg;
     cfg.interface = s.pair.if2;
+    cfg.rx_slots = rx_slots_opt;
     std::unique_ptr<geth::packet_port> port;
     std::string why;
     if (geth::packet_port::open(cfg, &port, &why) != gdaki::status::ok) std::abort();
@@ -327,6 +330,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> sizes = {64, 1500};
   app.add_option("--frames", frames, "Frames per measurement")->capture_default_str();
   app.add_option("--sizes", sizes, "Frame sizes in bytes (60..1514)")->delimiter(',');
+  app.add_option("--rx-slots", rx_slots_opt, "Slots of the port's receive queue (power of two)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (::geteuid() != 0) {
     std::printf("SKIP: needs root for network namespaces and packet sockets\n");

@@ -21,7 +21,9 @@
 namespace gdaki::eth {
 
 mapped_bytes::mapped_bytes(size_t bytes) : n_(bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Populated now, as a NIC's buffers are pinned at registration: otherwise the first pass
+  // over a queue's slots takes a page fault per 4 KiB on the receive path.
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   p_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 mapped_bytes& mapped_bytes::operator=(mapped_bytes&& o) noexcept {
@@ -60,20 +62,30 @@ packet_port::impl::~impl() {
 
 // The port thread. Busy while frames or commits arrive; when idle it spins briefly, then
 // sleeps in poll() for at most one block timeout, which is also how long a commit can
-// wait to be noticed (there is no doorbell interrupt to wake us).
+// wait to be noticed (there is no doorbell interrupt to wake us). A side that CPU
+// initiators drove through the hooks within the last `handover_ns` is left to them: on a
+// 2-core machine a third thread polling the same ring only takes their core.
 void packet_port::impl::run() {
+  constexpr uint64_t handover_ns = 2'000'000;
   uint32_t idle = 0;
   while (!stop.load(std::memory_order_relaxed)) {
-    const size_t work = try_receive(port_thread_budget) + try_transmit();
+    const uint64_t now = dev::arch::clock_ns();
+    const bool rx_driven = now - rx_driven_at.load(std::memory_order_relaxed) < handover_ns;
+    const bool tx_driven = now - tx_driven_at.load(std::memory_order_relaxed) < handover_ns;
+    const size_t work = (rx_driven ? 0 : try_receive(port_thread_budget)) + (tx_driven ? 0 : try_transmit());
     if (work != 0) {
       idle = 0;
+      continue;
+    }
+    if (rx_driven && tx_driven) {
+      (void)::poll(nullptr, 0, static_cast<int>(cfg.block_timeout_ms));  // both sides are in other hands
       continue;
     }
     if (++idle < 256) {
       dev::arch::spin_pause(idle);
       continue;
     }
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{fd, static_cast<short>(rx_driven ? 0 : POLLIN), 0};
     (void)::poll(&p, 1, static_cast<int>(cfg.block_timeout_ms));
   }
 }
@@ -149,7 +161,11 @@ status packet_port::open(const port_config& c, std::unique_ptr<packet_port>* out
     q->h.slot_bytes = c.slot_bytes;
     q->h.queue = i;
     if (c.initiators_drive_port) {
-      q->h.host_poll_hook = [](void* ctx) { (void)static_cast<impl*>(ctx)->try_receive(hook_budget); };
+      q->h.host_poll_hook = [](void* ctx) {
+        impl* self = static_cast<impl*>(ctx);
+        self->rx_driven_at.store(dev::arch::clock_ns(), std::memory_order_relaxed);
+        (void)self->try_receive(hook_budget);
+      };
       q->h.host_hook_ctx = p.get();
     }
     p->rx.push_back(std::move(q));
@@ -164,7 +180,11 @@ status packet_port::open(const port_config& c, std::unique_ptr<packet_port>* out
   p->tx->slots = c.tx_slots;
   p->tx->notify_period = c.tx_slots / 2;
   if (c.initiators_drive_port) {
-    p->tx->host_commit_hook = [](void* ctx) { (void)static_cast<impl*>(ctx)->try_transmit(); };
+    p->tx->host_commit_hook = [](void* ctx) {
+      impl* self = static_cast<impl*>(ctx);
+      self->tx_driven_at.store(dev::arch::clock_ns(), std::memory_order_relaxed);
+      (void)self->try_transmit();
+    };
     p->tx->host_hook_ctx = p.get();
   }
   impl* raw = p.get();

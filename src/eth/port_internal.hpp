@@ -18,7 +18,7 @@
 
 namespace gdaki::eth {
 
-// Anonymous, page-aligned, zeroed memory for queue buffers and rings.
+// Anonymous, page-aligned, zeroed and populated memory for queue buffers and rings.
 class mapped_bytes {
  public:
   mapped_bytes() = default;
@@ -60,6 +60,9 @@ struct packet_port::impl {
   // Who runs each side now: the port thread, or an initiator's CPU thread through the
   // handles' host hooks. A try-lock: whoever finds it taken leaves the work to the holder.
   std::atomic_flag rx_busy = ATOMIC_FLAG_INIT, tx_busy = ATOMIC_FLAG_INIT;
+  // When a CPU initiator last ran each side through a hook (arch::clock_ns); the port
+  // thread leaves a side alone for a while after that.
+  std::atomic<uint64_t> rx_driven_at{0}, tx_driven_at{0};
 
   std::atomic<bool> stop{false};
   std::thread thread;
