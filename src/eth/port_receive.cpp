@@ -20,6 +20,7 @@ namespace arch = dev::arch;
 void place(rx_queue& rq, const uint8_t* frame, uint32_t len, const uint16_t* tag_tpid_tci, const verdict& v,
            std::atomic<uint64_t>& placed) {
   dev::eth_rxq_handle& q = rq.h;
+  if (len < 12) tag_tpid_tci = nullptr;  // no room for a tag after the MACs: place as captured
   const uint32_t total = len + (tag_tpid_tci != nullptr ? 4 : 0);
   if (total > q.slot_bytes) {
     arch::store_relaxed(&q.dropped_oversize, arch::load_relaxed(&q.dropped_oversize) + 1);
@@ -34,7 +35,7 @@ void place(rx_queue& rq, const uint8_t* frame, uint32_t len, const uint16_t* tag
   }
   const uint64_t slot = pos & (q.slots - 1);
   uint8_t* dst = q.buffers + slot * q.slot_bytes;
-  if (tag_tpid_tci != nullptr && len >= 12) {
+  if (tag_tpid_tci != nullptr) {
     std::memcpy(dst, frame, 12);
     const uint8_t tag[4] = {static_cast<uint8_t>(tag_tpid_tci[0] >> 8), static_cast<uint8_t>(tag_tpid_tci[0]),
                             static_cast<uint8_t>(tag_tpid_tci[1] >> 8), static_cast<uint8_t>(tag_tpid_tci[1])};
