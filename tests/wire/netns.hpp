@@ -61,6 +61,7 @@ class scoped_enter {
 // concurrent test processes do not collide.
 struct veth_pair {
   std::string ns1, ns2, ip1, ip2;
+  std::string if1, if2;  // the veth ends: if1 in ns1, if2 in ns2
   bool created = false;
 
   bool create(std::string* why) {
@@ -73,6 +74,8 @@ struct veth_pair {
     ns1 = "gdaki-h1-" + tag;
     ns2 = "gdaki-h2-" + tag;
     const std::string v1 = "gdk" + tag + "a", v2 = "gdk" + tag + "b";
+    if1 = v1;
+    if2 = v2;
     const std::string net = "10.213." + std::to_string(pid % 256) + ".";
     const unsigned base = ((pid / 256) % 64) * 4;
     ip1 = net + std::to_string(base + 1);
