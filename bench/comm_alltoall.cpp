@@ -9,6 +9,8 @@
 // gdaki's iteration: one thread per rank puts its chunk to every peer with signal inc,
 // waits until every peer's chunk has signalled, then flushes (sources reusable, as when
 // MPI_Alltoall returns). Iterations are separated by MPI_Barrier for both, untimed.
+// --breakdown adds, per size, rank 0's median time in each of the three phases (posting
+// the puts, waiting for the peers' signals, the flush) over every timed gdaki iteration.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -35,6 +37,7 @@ struct setup {
   comm::window_t sw, rw;
   int me, n;
   uint64_t round = 0;  // gdaki iterations so far: signal 0 counts n per iteration
+  std::vector<double> phase[3];  // --breakdown: put, wait, flush of each gdaki iteration
 };
 
 // Stamps the first 8 bytes of each outgoing chunk with (iteration, from, to).
@@ -69,10 +72,17 @@ double gdaki_iteration(setup& s, uint64_t bytes, uint64_t it) {
                   comm::signal_inc(0)) != gdaki::status::ok)
       return -1;
   }
+  const auto t1 = clock::now();
   ++s.round;
   if (comm::wait_signal(d, 0, s.round * uint64_t(s.n), 64, 30'000'000'000ull) != gdaki::status::ok) return -1;
+  const auto t2 = clock::now();
   if (comm::flush(d, 0) != gdaki::status::ok) return -1;
-  return seconds_since(t0);
+  const auto t3 = clock::now();
+  const auto sec = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  s.phase[0].push_back(sec(t0, t1));
+  s.phase[1].push_back(sec(t1, t2));
+  s.phase[2].push_back(sec(t2, t3));
+  return sec(t0, t3);
 }
 
 double mpi_iteration(setup& s, uint64_t bytes, uint64_t it) {
@@ -93,14 +103,16 @@ int main(int argc, char** argv) {
     common_options o;
     o.runs = 5;
     uint64_t min_bytes = 8, max_bytes = 64ull << 20;
+    bool breakdown = false;
     add_common_options(app, o);
     app.add_option("--min-bytes", min_bytes, "Smallest size, bytes per peer")->capture_default_str();
     app.add_option("--max-bytes", max_bytes, "Largest size, bytes per peer")->capture_default_str();
+    app.add_flag("--breakdown", breakdown, "Also print gdaki's time per phase: puts, signal wait, flush");
     app.parse(argc, argv);
     if (min_bytes < 8) min_bytes = 8;
 
     comm::communicator c = comm::from_mpi(MPI_COMM_WORLD);
-    setup s{&c, nullptr, nullptr, 0, 0, c.rank(), c.size()};
+    setup s{&c, nullptr, nullptr, 0, 0, c.rank(), c.size(), 0, {}};
     s.sw = c.alloc_window(max_bytes * uint64_t(s.n));
     s.rw = c.alloc_window(max_bytes * uint64_t(s.n));
     s.send = static_cast<uint8_t*>(c.window_base(s.sw));
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
         for (uint64_t i = 0; i < bytes; ++i) s.send[uint64_t(p) * bytes + i] = pattern(s.me, p, i);
       const int iters = bytes <= (64u << 10) ? 50 : bytes <= (1u << 20) ? 20 : 5;
       std::vector<double> run_g, run_m;
+      for (auto& ph : s.phase) ph.clear();
       for (uint32_t r = 0; r < o.runs && rc == 0; ++r) {
         for (int impl = 0; impl < 2 && rc == 0; ++impl) {
           std::vector<double> t;
@@ -135,6 +148,8 @@ int main(int argc, char** argv) {
               break;
             }
             if (k > 0) t.push_back(sec);
+            if (k == 0 && impl == 0)
+              for (auto& ph : s.phase) ph.pop_back();  // the warm-up is not timed
           }
           if (rc == 0) (impl == 0 ? run_g : run_m).push_back(summarize(t).median);
         }
@@ -161,6 +176,10 @@ int main(int argc, char** argv) {
                       algbw(st.median) * f);
         }
       }
+      if (breakdown && !o.json)
+        std::printf("  %12llu %6s put %.2f, wait %.2f, flush %.2f (us, median of every timed iteration)\n",
+                    (unsigned long long)bytes, "phases", summarize(s.phase[0]).median * 1e6,
+                    summarize(s.phase[1]).median * 1e6, summarize(s.phase[2]).median * 1e6);
       std::fflush(stdout);
     }
     if (s.me == 0 && o.json && rc == 0) std::printf("%s]}\n", json.c_str());

@@ -97,11 +97,15 @@ placement_decision decide(const capabilities& caps);
 struct probe_options {
   std::string sysfs_root = "/";  // prefix for /sys paths (tests point it at a fake tree)
   int gpu_ordinal = 0;           // the GPU whose attributes drive the decision
+  // The RDMA half (rdma-core, dma-buf entry points, NIC count), supplied by a provider
+  // (mlx5::probe_rdma where the mlx5 provider is built), so this code includes no
+  // provider header. Null: RDMA is not probed, and a note says so.
+  void (*rdma)(capabilities&) = nullptr;
 };
 
-// Fills capabilities on this machine: loads libcuda, libgdrapi, libibverbs and libmlx5
-// through the process-wide loaders, queries GPU attributes, looks for nvidia-peermem in
-// sysfs and scans RDMA devices. Never throws; what it cannot find is explained in notes.
+// Fills capabilities on this machine: loads libcuda and libgdrapi through the process-wide
+// loaders, queries GPU attributes, looks for nvidia-peermem in sysfs, and runs opt.rdma.
+// Never throws; what it cannot find is explained in notes.
 capabilities probe(const probe_options& opt = {});
 
 // Whether nvidia-peermem (or nv_peer_mem) is loaded, judged from sysfs under `sysfs_root`:

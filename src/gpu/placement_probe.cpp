@@ -7,10 +7,6 @@
 #include "gdrcopy.hpp"
 #include "placement.hpp"
 
-#if defined(GDAKI_HAVE_MLX5_PROVIDER)
-#include "providers/mlx5/mlx5_devices.hpp"
-#include "providers/mlx5/mlx5_loader.hpp"
-#endif
 
 namespace gdaki::gpu {
 
@@ -103,33 +99,6 @@ void probe_gdrcopy(capabilities& c) {
   c.gdrcopy = true;
 }
 
-void probe_rdma(capabilities& c) {
-#if defined(GDAKI_HAVE_MLX5_PROVIDER)
-  std::string why;
-  const mlx5::ibverbs_api* ibv = mlx5::ibverbs(&why);
-  if (ibv == nullptr) {
-    c.notes.push_back(why);
-    return;
-  }
-  for (const auto& m : ibv->missing) c.notes.push_back(m);
-  c.ibv_dmabuf_mr = ibv->reg_dmabuf_mr != nullptr;
-  const mlx5::mlx5dv_api* dv = mlx5::mlx5dv(&why);
-  if (dv == nullptr) {
-    c.notes.push_back(why);
-    return;
-  }
-  for (const auto& m : dv->missing) c.notes.push_back(m);
-  c.devx_umem_dmabuf = dv->devx_umem_reg_ex != nullptr;
-  c.rdma_core = true;
-  const mlx5::rdma_device_scan scan = mlx5::scan_devices(*ibv, dv);
-  c.mlx5_devices = static_cast<int>(scan.mlx5_count());
-  if (scan.code != status::ok) c.notes.push_back(scan.message);
-#else
-  c.notes.push_back("gdaki was built without rdma-core headers (libibverbs-dev): the mlx5 "
-                    "provider is not compiled in");
-#endif
-}
-
 }  // namespace
 
 bool peermem_loaded(const std::string& root) {
@@ -146,7 +115,12 @@ capabilities probe(const probe_options& opt) {
     c.notes.push_back("nvidia-peermem is not loaded: GPU memory registration needs dma-buf");
   }
   probe_gdrcopy(c);
-  probe_rdma(c);
+  if (opt.rdma != nullptr) {
+    opt.rdma(c);
+  } else {
+    c.notes.push_back("RDMA devices were not probed: no provider probe was given (the mlx5 provider's, "
+                      "mlx5::probe_rdma, where it is built)");
+  }
   c.notes.push_back("cuMemHostRegister(IOMEMORY) of a UAR page is only tested when a QP is "
                     "created on a real device");
   return c;

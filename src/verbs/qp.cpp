@@ -1,5 +1,5 @@
-// RC queue pairs: creation, the state machine (legal transitions and the attributes each
-// one requires, checked here for every provider), export.
+// RC queue pairs: creation, modify (checked here for every provider against the one state
+// machine, qp_transitions.hpp), export.
 #include "gdaki/verbs/qp.hpp"
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include "gdaki/device/handles.hpp"
 
 #include "object_ref.hpp"
+#include "qp_transitions.hpp"
 
 namespace gdaki::verbs {
 
@@ -25,66 +26,6 @@ const char* to_string(qp_state s) {
 }
 
 namespace {
-
-const char* mask_name(uint32_t bit) {
-  namespace m = qp_attr_mask;
-  switch (bit) {
-    case m::state: return "state";
-    case m::access_flags: return "access_flags";
-    case m::pkey_index: return "pkey_index";
-    case m::port: return "port_num";
-    case m::av: return "av (path to the peer)";
-    case m::path_mtu: return "path_mtu";
-    case m::timeout: return "timeout";
-    case m::retry_cnt: return "retry_cnt";
-    case m::rnr_retry: return "rnr_retry";
-    case m::rq_psn: return "rq_psn";
-    case m::max_qp_rd_atomic: return "max_rd_atomic";
-    case m::min_rnr_timer: return "min_rnr_timer";
-    case m::sq_psn: return "sq_psn";
-    case m::max_dest_rd_atomic: return "max_dest_rd_atomic";
-    case m::dest_qpn: return "dest_qp_num";
-  }
-  return "unknown attribute";
-}
-
-// Required and allowed attributes of an RC transition (ibv_modify_qp(3)); false when the
-// transition is illegal.
-bool transition_masks(qp_state from, qp_state to, uint32_t* required, uint32_t* allowed) {
-  namespace m = qp_attr_mask;
-  const uint32_t rts_optional = m::access_flags | m::min_rnr_timer;
-  if (to == qp_state::reset || to == qp_state::err) {
-    *required = m::state;
-    *allowed = m::state;
-    return true;
-  }
-  if (from == qp_state::reset && to == qp_state::init) {
-    *required = m::reset_to_init;
-    *allowed = m::reset_to_init;
-    return true;
-  }
-  if (from == qp_state::init && to == qp_state::init) {
-    *required = m::state;
-    *allowed = m::state | m::pkey_index | m::port | m::access_flags;
-    return true;
-  }
-  if (from == qp_state::init && to == qp_state::rtr) {
-    *required = m::init_to_rtr;
-    *allowed = m::init_to_rtr | m::pkey_index | m::access_flags;
-    return true;
-  }
-  if (from == qp_state::rtr && to == qp_state::rts) {
-    *required = m::rtr_to_rts;
-    *allowed = m::rtr_to_rts | rts_optional;
-    return true;
-  }
-  if (from == qp_state::rts && to == qp_state::rts) {
-    *required = m::state;
-    *allowed = m::state | rts_optional;
-    return true;
-  }
-  return false;
-}
 
 std::string hex6(uint32_t v) {
   char b[16];
@@ -169,17 +110,21 @@ void qp::modify(const qp_attr& attr, uint32_t mask) {
   const qp_state from = state();
   const std::string what = std::string("modify ") + to_string(from) + "->" + to_string(attr.state);
   if (!(mask & qp_attr_mask::state)) throw error(status::invalid, r.label + ": " + what + ": state not in mask");
-  uint32_t required = 0, allowed = 0;
-  if (!transition_masks(from, attr.state, &required, &allowed)) {
-    throw error(status::invalid, r.label + ": " + what + ": not a legal RC transition");
+  const detail::transition_rule* rule = detail::rc_transition(from, attr.state);
+  if (rule == nullptr) throw error(status::invalid, r.label + ": " + what + ": not a legal RC transition (IBA 10.3.1)");
+  if (!detail::transition_modelled(from, attr.state)) {
+    throw error(status::not_supported, r.label + ": " + what + ": gdaki's QPs do not enter or leave SQD and SQE");
   }
-  for (uint32_t bit = 1; bit != 0; bit <<= 1) {
-    if ((required & bit) && !(mask & bit)) {
-      throw error(status::invalid, r.label + ": " + what + ": missing attribute " + mask_name(bit));
-    }
-    if ((mask & bit) && !(allowed & bit)) {
-      throw error(status::invalid, r.label + ": " + what + ": attribute " + mask_name(bit) + " not allowed here");
-    }
+  if (const uint32_t missing = rule->required & ~mask; missing != 0) {
+    throw error(status::invalid, r.label + ": " + what + ": missing attribute " + detail::attribute_names(missing));
+  }
+  if (const uint32_t extra = mask & ~(rule->required | rule->optional); extra != 0) {
+    throw error(status::invalid,
+                r.label + ": " + what + ": attribute " + detail::attribute_names(extra) + " not allowed here");
+  }
+  if (const uint32_t unmodelled = mask & ~detail::modelled_attributes; unmodelled != 0) {
+    throw error(status::not_supported, r.label + ": " + what + ": attribute " + detail::attribute_names(unmodelled) +
+                                           " has no field in qp_attr (not modelled by gdaki)");
   }
   if ((mask & qp_attr_mask::access_flags) && (attr.access_flags & ~access::all)) {
     throw error(status::invalid, r.label + ": " + what + ": unknown access flags");

@@ -281,6 +281,25 @@ TEST(placement_probe, peermem_is_detected_from_any_of_its_sysfs_markers) {
   fs::remove_all(root);
 }
 
+// The RDMA half comes from the caller (a provider's probe), so src/gpu includes no
+// provider header: probe() runs the one it is given, and says so when it has none.
+TEST(placement_probe, the_rdma_half_is_the_given_provider_probe_or_a_note) {
+  const capabilities without = probe();
+  bool noted = false;
+  for (const auto& n : without.notes) noted = noted || n.find("RDMA devices were not probed") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_FALSE(without.rdma_core);
+  probe_options o;
+  o.rdma = [](capabilities& c) {
+    c.rdma_core = true;
+    c.mlx5_devices = 3;
+  };
+  const capabilities with = probe(o);
+  EXPECT_TRUE(with.rdma_core);
+  EXPECT_EQ(with.mlx5_devices, 3);
+  for (const auto& n : with.notes) EXPECT_EQ(n.find("RDMA devices were not probed"), std::string::npos) << n;
+}
+
 TEST(placement_probe, probe_on_this_machine_is_consistent_and_explains_what_is_missing) {
   const capabilities c = probe();
   const placement_decision d = decide(c);

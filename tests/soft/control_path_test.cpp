@@ -1,4 +1,6 @@
 // The control path: devices, registry, attributes, the RC state machine and its errors.
+#include <infiniband/verbs.h>
+
 #include <vector>
 
 #include "gdaki/verbs/provider.hpp"
@@ -76,6 +78,109 @@ TEST(soft_control, illegal_transitions_and_missing_attributes_are_named) {
                gdaki::status::invalid);
   EXPECT_NE(m.find("missing attribute dest_qp_num"), std::string::npos) << m;
   EXPECT_EQ(p.a.qp.state(), verbs::qp_state::init);
+}
+
+// The one state machine (src/verbs/qp_transitions.cpp) checked against rdma-core's own
+// constants and ibv_modify_qp(3)'s RC table, written out here independently of it.
+TEST(soft_control, qp_states_and_attribute_bits_are_rdma_core_s) {
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::reset), uint32_t{IBV_QPS_RESET});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::init), uint32_t{IBV_QPS_INIT});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::rtr), uint32_t{IBV_QPS_RTR});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::rts), uint32_t{IBV_QPS_RTS});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::sqd), uint32_t{IBV_QPS_SQD});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::sqe), uint32_t{IBV_QPS_SQE});
+  EXPECT_EQ(static_cast<uint32_t>(verbs::qp_state::err), uint32_t{IBV_QPS_ERR});
+  namespace m = verbs::qp_attr_mask;
+  const std::pair<uint32_t, int> bits[] = {
+      {m::state, IBV_QP_STATE},         {m::cur_state, IBV_QP_CUR_STATE},
+      {m::en_sqd_async_notify, IBV_QP_EN_SQD_ASYNC_NOTIFY},
+      {m::access_flags, IBV_QP_ACCESS_FLAGS}, {m::pkey_index, IBV_QP_PKEY_INDEX},
+      {m::port, IBV_QP_PORT},           {m::qkey, IBV_QP_QKEY},
+      {m::av, IBV_QP_AV},               {m::path_mtu, IBV_QP_PATH_MTU},
+      {m::timeout, IBV_QP_TIMEOUT},     {m::retry_cnt, IBV_QP_RETRY_CNT},
+      {m::rnr_retry, IBV_QP_RNR_RETRY}, {m::rq_psn, IBV_QP_RQ_PSN},
+      {m::max_qp_rd_atomic, IBV_QP_MAX_QP_RD_ATOMIC}, {m::alt_path, IBV_QP_ALT_PATH},
+      {m::min_rnr_timer, IBV_QP_MIN_RNR_TIMER}, {m::sq_psn, IBV_QP_SQ_PSN},
+      {m::max_dest_rd_atomic, IBV_QP_MAX_DEST_RD_ATOMIC}, {m::path_mig_state, IBV_QP_PATH_MIG_STATE},
+      {m::cap, IBV_QP_CAP},             {m::dest_qpn, IBV_QP_DEST_QPN}};
+  for (const auto& [ours, theirs] : bits) EXPECT_EQ(ours, static_cast<uint32_t>(theirs));
+  EXPECT_EQ(m::reset_to_init, uint32_t{IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS});
+  EXPECT_EQ(m::init_to_rtr, uint32_t{IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER});
+  EXPECT_EQ(m::rtr_to_rts, uint32_t{IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC});
+}
+
+// Every transition out of every state a QP can be driven to, with the attributes
+// ibv_modify_qp(3) requires: legal and modelled ones happen, IBA-illegal ones are invalid,
+// legal ones into SQD (which no provider models) are not_supported; each refusal names
+// the transition and leaves the QP where it was.
+TEST(soft_control, every_transition_follows_the_ibv_modify_qp_table) {
+  using S = verbs::qp_state;
+  const S all[] = {S::reset, S::init, S::rtr, S::rts, S::sqd, S::sqe, S::err};
+  const auto iba_legal = [](S f, S t) {
+    if (t == S::err || t == S::reset) return true;
+    return (f == S::reset && t == S::init) || (f == S::init && t == S::init) || (f == S::init && t == S::rtr) ||
+           (f == S::rtr && t == S::rts) || (f == S::rts && t == S::rts) || (f == S::rts && t == S::sqd) ||
+           (f == S::sqd && t == S::sqd) || (f == S::sqd && t == S::rts) || (f == S::sqe && t == S::rts);
+  };
+  const auto required = [](S f, S t) -> uint32_t {
+    if (f == S::reset && t == S::init) return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    if (f == S::init && t == S::rtr)
+      return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    if (f == S::rtr && t == S::rts)
+      return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+             IBV_QP_MAX_QP_RD_ATOMIC;
+    return IBV_QP_STATE;
+  };
+  for (S from : {S::reset, S::init, S::rtr, S::rts, S::err}) {
+    for (S to : all) {
+      pair p({}, {}, false);
+      verbs::qp& q = p.a.qp;
+      if (from != S::reset) q.to_init(verbs::access::all);
+      if (from == S::rtr || from == S::rts) q.to_rtr(p.b.qp.qpn(), fast_attr());
+      if (from == S::rts) q.to_rts(fast_attr());
+      if (from == S::err) q.to_err();
+      ASSERT_EQ(q.state(), from);
+      verbs::qp_attr a = fast_attr();
+      a.state = to;
+      a.dest_qp_num = p.b.qp.qpn();
+      a.access_flags = verbs::access::all;
+      const std::string name = std::string(verbs::to_string(from)) + "->" + verbs::to_string(to);
+      if (!iba_legal(from, to) || to == S::sqd) {
+        const std::string m = error_of([&] { q.modify(a, required(from, to)); },
+                                       iba_legal(from, to) ? gdaki::status::not_supported : gdaki::status::invalid);
+        EXPECT_NE(m.find(name), std::string::npos) << m;
+        EXPECT_EQ(q.state(), from) << name;
+        continue;
+      }
+      q.modify(a, required(from, to));
+      EXPECT_EQ(q.state(), to) << name;
+    }
+  }
+}
+
+TEST(soft_control, attributes_outside_a_transition_and_attributes_without_a_field_are_named) {
+  pair p({}, {}, false);
+  verbs::qp_attr a = fast_attr();
+  a.state = verbs::qp_state::init;
+  a.access_flags = verbs::access::all;
+  std::string m = error_of([&] { p.a.qp.modify(a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_SQ_PSN); },
+                           gdaki::status::invalid);
+  EXPECT_NE(m.find("attribute sq_psn not allowed"), std::string::npos) << m;
+  p.a.qp.to_init(verbs::access::all);
+  a.state = verbs::qp_state::rtr;
+  a.dest_qp_num = p.b.qp.qpn();
+  // Legal in INIT->RTR by IBA, but qp_attr has no alternate path to give.
+  m = error_of([&] { p.a.qp.modify(a, verbs::qp_attr_mask::init_to_rtr | IBV_QP_ALT_PATH); },
+               gdaki::status::not_supported);
+  EXPECT_NE(m.find("alt_path"), std::string::npos) << m;
+  EXPECT_EQ(p.a.qp.state(), verbs::qp_state::init);
+  // Two missing at once are both named.
+  m = error_of([&] { p.a.qp.modify(a, verbs::qp_attr_mask::init_to_rtr & ~(IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)); },
+               gdaki::status::invalid);
+  EXPECT_NE(m.find("rq_psn|dest_qp_num"), std::string::npos) << m;
 }
 
 TEST(soft_control, wqes_posted_before_rts_wait_and_then_execute) {

@@ -92,5 +92,22 @@ TEST_F(verbs_errors, an_unsupported_opcode_is_refused_at_post_time) {
   EXPECT_EQ(bad, &wr);
 }
 
+// ibv_modify_qp's attribute masks go through the control path's one state machine: a
+// legal RC attribute gdaki has no field for is EOPNOTSUPP, one no RC transition takes is
+// EINVAL, and the QP stays where it was.
+TEST_F(verbs_errors, modify_refuses_unmodelled_and_foreign_attributes_and_leaves_the_qp_as_it_was) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RTS;
+  attr.path_mig_state = IBV_MIG_MIGRATED;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &attr, IBV_QP_STATE | IBV_QP_PATH_MIG_STATE), EOPNOTSUPP);
+  attr.qkey = 0x11111111;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &attr, IBV_QP_STATE | IBV_QP_QKEY), EINVAL);
+  attr.qp_state = IBV_QPS_SQD;
+  EXPECT_EQ(ibv_modify_qp(a_.qp, &attr, IBV_QP_STATE), EOPNOTSUPP);
+  ibv_qp_init_attr init;
+  ASSERT_EQ(ibv_query_qp(a_.qp, &attr, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(attr.qp_state, IBV_QPS_RTS);
+}
+
 }  // namespace
 }  // namespace gdaki_verbs_test

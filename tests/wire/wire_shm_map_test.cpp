@@ -5,7 +5,9 @@
 // out. (2) Deregistration revokes the mapping: a later WRITE fails with a remote access
 // error and the target's memory is unchanged; so does moving the target QP to ERR (the
 // WRITE then fails as to any QP that takes no requests). (3) kill -9 of the target in the middle of a
-// mapped stream still ends in TRANSPORT_RETRY_EXC, then flushes.
+// mapped stream still ends in TRANSPORT_RETRY_EXC, then flushes. (4) Atomics go through
+// the mapping too (a communicator's signals): they complete with the target stopped, need
+// the MR's right to atomics, and deregistration revokes them like WRITEs.
 #include <dirent.h>
 #include <signal.h>
 
@@ -31,7 +33,8 @@ uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 31 + 5); }
 
 // The target: its buffer from alloc_shared, registered; serves until "bye". "dereg"
 // deregisters the MR; "check N" verifies that the first N bytes are pattern(i) and the
-// rest are still zero.
+// rest are still zero; "word N" answers the 8 bytes at offset N; "reg_no_atomic"
+// registers the buffer again without remote atomic and answers the new rkey.
 int target_main(uint16_t port) {
   use_wire("shm");
   verbs::device dev = verbs::device::open("soft0");
@@ -60,6 +63,16 @@ int target_main(uint16_t port) {
     } else if (cmd == "qp_err") {
       ep.qp.to_err();
       x.send(text("ok"));
+    } else if (cmd == "reg_no_atomic") {
+      // The same memory registered again without remote atomic; answers the new rkey.
+      mr.reset();
+      mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::local_write | verbs::access::remote_write |
+                                                                  verbs::access::remote_read);
+      x.send(text(std::to_string(mr->rkey())));
+    } else if (cmd.rfind("word ", 0) == 0) {
+      uint64_t v = 0;
+      std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
+      x.send(text(std::to_string(v)));
     } else if (cmd.rfind("check ", 0) == 0) {
       const size_t n = std::stoul(cmd.substr(6));
       bool ok = true;
@@ -178,6 +191,76 @@ TEST(wire_shm_map, writes_and_reads_complete_through_the_mapping_while_the_targe
 }
 
 TEST(wire_shm_map, without_the_mapped_path_the_same_write_needs_the_target) { write_then_read_while_stopped(false); }
+
+// Atomics through the mapping: the first one (no WRITE before it, as a communicator's
+// signal window sees only atomics) asks for the grant; with the target stopped, FA and CS
+// still complete with the right original values, and the word holds the result after.
+// Without mapped atomics the second FA timed out (TRANSPORT_RETRY_EXC) like any frame.
+TEST(wire_shm_map, atomics_complete_through_the_mapping_while_the_target_is_stopped) {
+  initiator in(true, 500);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  const uint64_t word = in.t.buf + 8192;
+  auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 16384);
+  const dev::sge r = sg(res, 8, in.s->mr.lkey());
+  uint16_t at = static_cast<uint16_t>(h.sq_reserved);
+  post_fa(h, word, in.t.rkey, 7, r);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::atomic_fa, qpn, at, 8);
+  EXPECT_EQ(*res, 0u);
+  ASSERT_TRUE(stop_and_wait(in.child)) << "the target did not stop";
+  at = static_cast<uint16_t>(h.sq_reserved);
+  post_fa(h, word, in.t.rkey, 5, r);
+  const got fa = wait_cqe(in.s->ep, false, std::chrono::milliseconds(3000));
+  ASSERT_TRUE(fa.ok) << "no CQE";
+  expect_req_cqe(fa, *in.s->ep.hs, send_opcode::atomic_fa, qpn, at, 8);
+  EXPECT_EQ(*res, 7u);
+  at = static_cast<uint16_t>(h.sq_reserved);
+  post_cs(h, word, in.t.rkey, 12, 100, r);
+  const got cs = wait_cqe(in.s->ep, false, std::chrono::milliseconds(3000));
+  ASSERT_TRUE(cs.ok) << "no CQE";
+  expect_req_cqe(cs, *in.s->ep.hs, send_opcode::atomic_cs, qpn, at, 8);
+  EXPECT_EQ(*res, 12u);
+  ASSERT_EQ(::kill(in.child, SIGCONT), 0);
+  EXPECT_EQ(in.ask("word 8192"), "100");
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// A grant carries remote atomic only where the MR (and QP) allow it: an MR registered with
+// remote write but not remote atomic is mapped for WRITEs, and an atomic to it still fails
+// with a remote access error at the responder, leaving the word alone.
+TEST(wire_shm_map, a_mapped_atomic_needs_the_mrs_right_to_atomics) {
+  initiator in(true);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t rkey = static_cast<uint32_t>(std::stoul(in.ask("reg_no_atomic")));
+  const dev::sge g = sg(in.s->buf.data(), 4096, in.s->mr.lkey());
+  post_write(h, in.t.buf, rkey, &g, 1);
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 16384);
+  post_fa(h, in.t.buf + 8, rkey, 1, sg(res, 8, in.s->mr.lkey()));
+  const got e = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(e.ok) << "no CQE";
+  EXPECT_EQ(e.c.syndrome, syndrome::remote_access);
+  EXPECT_EQ(in.ask("check 4096"), "ok") << "the refused atomic changed the target's memory";
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// A mapped atomic, then deregistration: the next atomic fails with a remote access error
+// and the word keeps the first atomic's result.
+TEST(wire_shm_map, deregistration_revokes_mapped_atomics) {
+  initiator in(true);
+  dev::qp_handle& h = *in.s->ep.h;
+  auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 16384);
+  const dev::sge r = sg(res, 8, in.s->mr.lkey());
+  post_fa(h, in.t.buf + 64, in.t.rkey, 3, r);
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  EXPECT_EQ(in.ask("dereg"), "ok");
+  post_fa(h, in.t.buf + 64, in.t.rkey, 3, r);
+  const got e = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(e.ok) << "no CQE";
+  EXPECT_EQ(e.c.syndrome, syndrome::remote_access);
+  EXPECT_EQ(in.ask("word 64"), "3") << "an atomic after deregistration changed the target's memory";
+  EXPECT_EQ(in.finish(), 0);
+}
 
 // A mapped WRITE, then `cmd` at the target, then a WRITE that must fail with `expect`
 // and leave the target's memory as the first WRITE left it.

@@ -15,6 +15,7 @@
 #include "gdaki/verbs/device.hpp"
 #include "gdaki/verbs/provider.hpp"
 #include "gpu/placement.hpp"
+#include "machine_probe.hpp"
 #ifdef GDAKI_HAVE_MLX5_PROVIDER
 #include "providers/mlx5/mlx5_devices.hpp"
 #endif
@@ -100,7 +101,7 @@ int run_devices(const devices_options& o) {
   out["rdma"] = {{"summary", "mlx5 provider not built (no infiniband/mlx5dv.h at build time)"},
                  {"devices", nlohmann::json::array()}};
 #endif
-  const gpu::capabilities caps = gpu::probe();
+  const gpu::capabilities caps = probe_machine();
   out["cuda_driver"] = caps.cuda_driver ? nlohmann::json(caps.cuda_driver_version) : nlohmann::json(nullptr);
   out["gpus"] = nlohmann::json::array();
   for (const gpu::gpu_caps& g : caps.gpus) {

@@ -23,6 +23,7 @@
 #include "gdaki/export.hpp"
 #include "gdaki/verbs/device.hpp"
 #include "gpu/placement.hpp"
+#include "machine_probe.hpp"
 #ifdef GDAKI_HAVE_LIBFABRIC_POSTER
 #include "proxy/libfabric_loader.hpp"
 #endif
@@ -219,7 +220,7 @@ struct doctor_options {
 };
 
 int run_doctor(const doctor_options& o) {
-  const gpu::capabilities caps = gpu::probe();
+  const gpu::capabilities caps = probe_machine();
   const std::vector<check> checks = run_checks(caps);
   std::map<std::string, const check*> by_id;
   for (const check& c : checks) by_id[c.id] = &c;

@@ -1,6 +1,6 @@
 // DMA queue: copies between registered local buffers that a GPU thread (or CPU thread)
 // asks the NIC to make, each with a completion. A DMA queue is an RC QP connected to
-// itself (verbs::dma_queue, docs/design.md decision 27): a copy is an RDMA WRITE from the
+// itself (verbs::dma_queue, docs/design.md decision 29): a copy is an RDMA WRITE from the
 // local source to the local destination through the NIC's loopback, so it is posted,
 // rung, executed and completed exactly like a put, with the same checks, the same error
 // CQEs and the same tickets. These calls are names for that use of ops.hpp; they add no

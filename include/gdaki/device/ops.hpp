@@ -587,14 +587,27 @@ GDAKI_HD inline status fence(qp_handle& qp, uint64_t timeout_ns = wait_forever) 
   return detail::post<Scope, S>(qp, poster ? 1u : 0u, b, &t, timeout_ns);
 }
 
-// Everything posted on this QP so far (by any thread) is complete. Posts one signalled
-// NOP and waits for it. Returns ok, io_error or timeout. In warp/block scope one thread
-// posts and every thread waits.
+// Everything posted on this QP so far (by any thread) is complete. Returns ok, io_error
+// or timeout. When the CQEs already polled (or one poll now) show every WQEBB reserved so
+// far completed, that is the answer: the usual case after a signalled last operation
+// (put_signal's signal is one), and no WQE is spent. Otherwise posts one signalled NOP
+// and waits for it. In warp/block scope one thread decides and posts, every thread waits.
 template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever) {
   detail::nop_builder b{&qp, detail::ctrl_byte(op_flags::none)};
   const bool poster = std::is_same_v<Scope, scope_thread> ||
                       (std::is_same_v<Scope, scope_warp> ? arch::lane_id() == 0 : arch::thread_rank_in_block() == 0);
+  if (qp.backend == qp_backend::direct) {
+    // A reservation made before this load but not yet completed (ours, or another
+    // thread's still being written) keeps sq_test at again: the NOP path then covers it.
+    status done = status::again;
+    if (poster) done = sq_test(qp, arch::local::load_acquire(&qp.sq_reserved));
+    if constexpr (!std::is_same_v<Scope, scope_thread>) {
+      const uint64_t v = static_cast<uint64_t>(done);
+      done = static_cast<status>(std::is_same_v<Scope, scope_warp> ? arch::warp_shfl(v, 0) : arch::block_broadcast(v, 0));
+    }
+    if (done != status::again) return done;
+  }
   uint64_t t;
   status st = detail::post<Scope, S>(qp, poster ? 1u : 0u, b, &t, timeout_ns);
   if (st != status::ok) return st;

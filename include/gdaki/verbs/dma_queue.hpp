@@ -1,6 +1,6 @@
 // A DMA queue: an RC QP connected to itself on one device, so that an RDMA WRITE posted
 // on it copies between two registered buffers of the same PD through the NIC (loopback)
-// and completes with a CQE, as device-initiated copies need (docs/design.md decision 27).
+// and completes with a CQE, as device-initiated copies need (docs/design.md decision 29).
 // The data path posts on it with dev::dma_memcpy (gdaki/device/dma.hpp).
 #pragma once
 

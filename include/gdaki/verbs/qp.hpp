@@ -60,12 +60,16 @@ struct address {
   uint8_t token[16] = {};
 };
 
-// Which qp_attr fields a modify() sets (values of ibv_qp_attr_mask where one exists).
+// Which qp_attr fields a modify() sets: the values of enum ibv_qp_attr_mask. The bits marked "no field" are IBA attributes that
+// qp_attr does not carry: modify names them and refuses them (not_supported).
 namespace qp_attr_mask {
 inline constexpr uint32_t state = 1u << 0;
+inline constexpr uint32_t cur_state = 1u << 1;            // no field
+inline constexpr uint32_t en_sqd_async_notify = 1u << 2;  // no field
 inline constexpr uint32_t access_flags = 1u << 3;
 inline constexpr uint32_t pkey_index = 1u << 4;
 inline constexpr uint32_t port = 1u << 5;
+inline constexpr uint32_t qkey = 1u << 6;  // no field (UD only)
 inline constexpr uint32_t av = 1u << 7;
 inline constexpr uint32_t path_mtu = 1u << 8;
 inline constexpr uint32_t timeout = 1u << 9;
@@ -73,9 +77,12 @@ inline constexpr uint32_t retry_cnt = 1u << 10;
 inline constexpr uint32_t rnr_retry = 1u << 11;
 inline constexpr uint32_t rq_psn = 1u << 12;
 inline constexpr uint32_t max_qp_rd_atomic = 1u << 13;
+inline constexpr uint32_t alt_path = 1u << 14;  // no field
 inline constexpr uint32_t min_rnr_timer = 1u << 15;
 inline constexpr uint32_t sq_psn = 1u << 16;
 inline constexpr uint32_t max_dest_rd_atomic = 1u << 17;
+inline constexpr uint32_t path_mig_state = 1u << 18;  // no field
+inline constexpr uint32_t cap = 1u << 19;             // no field
 inline constexpr uint32_t dest_qpn = 1u << 20;
 // Required per RC transition (ibv_modify_qp(3)).
 inline constexpr uint32_t reset_to_init = state | pkey_index | port | access_flags;

@@ -129,53 +129,6 @@ checked<uint8_t> check_retry_cnt(uint32_t n);
 checked<uint8_t> check_rnr_retry(uint32_t n);
 inline constexpr uint8_t rnr_retry_infinite = 7;
 
-// ---- QP state machine --------------------------------------------------------------------
-// enum ibv_qp_state values.
-enum class qp_state : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
-const char* to_string(qp_state s);
-
-// enum ibv_qp_attr_mask bits.
-namespace qp_attr {
-inline constexpr uint32_t state = 1u << 0;
-inline constexpr uint32_t cur_state = 1u << 1;
-inline constexpr uint32_t en_sqd_async_notify = 1u << 2;
-inline constexpr uint32_t access_flags = 1u << 3;
-inline constexpr uint32_t pkey_index = 1u << 4;
-inline constexpr uint32_t port = 1u << 5;
-inline constexpr uint32_t qkey = 1u << 6;
-inline constexpr uint32_t av = 1u << 7;
-inline constexpr uint32_t path_mtu = 1u << 8;
-inline constexpr uint32_t timeout = 1u << 9;
-inline constexpr uint32_t retry_cnt = 1u << 10;
-inline constexpr uint32_t rnr_retry = 1u << 11;
-inline constexpr uint32_t rq_psn = 1u << 12;
-inline constexpr uint32_t max_qp_rd_atomic = 1u << 13;
-inline constexpr uint32_t alt_path = 1u << 14;
-inline constexpr uint32_t min_rnr_timer = 1u << 15;
-inline constexpr uint32_t sq_psn = 1u << 16;
-inline constexpr uint32_t max_dest_rd_atomic = 1u << 17;
-inline constexpr uint32_t path_mig_state = 1u << 18;
-inline constexpr uint32_t cap = 1u << 19;
-inline constexpr uint32_t dest_qpn = 1u << 20;
-}  // namespace qp_attr
-
-// Names the bits of an attribute mask, e.g. "STATE|AV|PATH_MTU".
-std::string attr_mask_to_string(uint32_t mask);
-
-// Whether an RC QP may go from `from` to `to` (ibv_modify_qp(3), IBA 10.3.1): RESET->INIT,
-// INIT->INIT, INIT->RTR, RTR->RTS, RTS->RTS, RTS->SQD, SQD->SQD, SQD->RTS, SQE->RTS, any->ERR,
-// any->RESET.
-bool transition_legal(qp_state from, qp_state to);
-
-// The attribute mask an RC transition requires / additionally permits. invalid when the
-// transition is illegal.
-checked<uint32_t> required_attr_mask(qp_state from, qp_state to);
-checked<uint32_t> optional_attr_mask(qp_state from, qp_state to);
-
-// Checks a modify request: legal transition, every required attribute present, nothing
-// outside required|optional. invalid, naming the missing or extra attributes.
-checked<uint32_t> check_attr_mask(qp_state from, qp_state to, uint32_t mask);
-
 // ---- completion status -------------------------------------------------------------------
 // mlx5 error-CQE syndrome (prm::syndrome, err_cqe byte 55) -> enum ibv_wc_status, per the
 // table of mlx5-datapath.md 5.3. 0 ("no error") gives IBV_WC_SUCCESS; unknown syndromes

@@ -328,6 +328,22 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
         }
         continue;
       }
+      // A NOP (a flush's, say) with nothing in flight: nothing leaves the QP, so it too
+      // completes here, in SQ order, without an op.
+      if (!go && synd == syndrome::none && ops.empty()) {
+        qp.sq_issued += w.nbb;
+        ++issued;
+        moved = true;
+        res.worked = true;
+        const bool cqe_ok = !w.signaled() || complete_send(qp, w, syndrome::none, static_cast<uint32_t>(w.length));
+        qp.sq_ci += w.nbb;
+        qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+        if (!cqe_ok) {
+          requester_error(qp);
+          return;
+        }
+        continue;
+      }
       std::shared_ptr<wire::wire_op> op = take_op(qp);
       op->sq_index = qp.sq_issued;
       op->nbb = w.nbb;

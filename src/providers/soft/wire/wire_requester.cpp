@@ -22,6 +22,7 @@
 #include <shared_mutex>
 #include <string>
 
+#include "../engine/placement.hpp"
 #include "../engine/wqe_parse.hpp"
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
@@ -213,13 +214,31 @@ shm::mapping* map_peer_mr(client_conn& c, uint32_t rkey, uint32_t src, uint32_t 
 
 enum class mapped_result : uint8_t { copied, out_of_range, revoked, dead };
 
-// A WRITE (no immediate) or READ through a mapping: one memcpy per gather entry, under a
-// user count the owner's deregistration waits for. The local buffers were checked (and
-// stay registered: the caller holds the key table's shared lock).
+// Whether w may go through a mapping of the target MR: an RDMA WRITE (no immediate), a
+// READ or an atomic (the target word is memory both processes map, and every soft-NIC
+// atomic is a compare-and-swap on the word, so one made here is atomic against the
+// peer's engine and CPUs as one made there).
+bool mapped_opcode(const parsed_wqe& w) {
+  const auto op = static_cast<send_opcode>(w.opcode);
+  return op == send_opcode::rdma_write || op == send_opcode::rdma_read || w.atomic_size != 0;
+}
+
+// A WRITE (no immediate), READ or atomic through a mapping: one memcpy per gather entry
+// (an atomic: one compare-and-swap on the target word, its original value into the local
+// result buffer), under a user count the owner's deregistration waits for. The local
+// buffers were checked (and stay registered: the caller holds the key table's shared
+// lock).
 mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
+  const bool atomic = w.atomic_size != 0;
   const bool write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write);
-  // Outside the grant: the peer's responder reports the error, over the frame path.
-  if (!(m.access & (write ? verbs::access::remote_write : verbs::access::remote_read))) return mapped_result::out_of_range;
+  // Outside the grant: the peer's responder reports the error, over the frame path. An
+  // atomic needs the right to atomics and a writable mapping (granted with remote write);
+  // a misaligned one is the responder's REMOTE_INVAL_REQ, so it goes there too.
+  const uint32_t need = atomic ? verbs::access::remote_atomic | verbs::access::remote_write
+                        : write ? verbs::access::remote_write
+                                : verbs::access::remote_read;
+  if ((m.access & need) != need) return mapped_result::out_of_range;
+  if (atomic && w.raddr % w.atomic_size != 0) return mapped_result::out_of_range;
   if (w.raddr < m.remote_addr || w.length > m.length || w.raddr - m.remote_addr > m.length - w.length) {
     return mapped_result::out_of_range;
   }
@@ -234,6 +253,14 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
   if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey || m.slot->epoch.load(std::memory_order_seq_cst) != m.epoch) {
     m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
     return mapped_result::revoked;  // deregistered: the peer's responder says so
+  }
+  if (atomic) {
+    // Host order, as the other wires (IBV_ATOMIC_HCA mode, PRM 6.4); a 4-byte original is
+    // the low half, the first 4 bytes on a little-endian host.
+    const uint64_t old = execute_atomic(w, m.base + (w.raddr - m.remote_addr));
+    std::memcpy(reinterpret_cast<void*>(w.sg[0].addr), &old, w.atomic_size);
+    m.slot->users.fetch_sub(1, std::memory_order_release);
+    return mapped_result::copied;
   }
   uint8_t* remote = m.base + (w.raddr - m.remote_addr);
   for (uint32_t i = 0; i < w.num_sg; ++i) {
@@ -256,9 +283,7 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
 
 endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w) {
   if (!qp.wire_bound || w.length == 0 || !dev_.cfg.shm_map) return mapped_copy_status::not_mapped;
-  if (w.opcode != static_cast<uint8_t>(send_opcode::rdma_write) && w.opcode != static_cast<uint8_t>(send_opcode::rdma_read)) {
-    return mapped_copy_status::not_mapped;
-  }
+  if (!mapped_opcode(w)) return mapped_copy_status::not_mapped;
   client_conn* c = qp.wire_conn.get();  // the QP's own reference keeps it (we hold exec_mu)
   if (c == nullptr || !c->cma || c->dead.load(std::memory_order_acquire)) return mapped_copy_status::not_mapped;
   for (const auto& m : qp.wire_maps) {
@@ -299,9 +324,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
   // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
   // wire (RC order). A mapping this QP used before needs no lock (the QP's own cache);
   // the first use of an rkey asks the peer, under the connection's lock, below.
-  const bool mappable = (w.opcode == static_cast<uint8_t>(send_opcode::rdma_write) ||
-                         w.opcode == static_cast<uint8_t>(send_opcode::rdma_read)) &&
-                        c->cma && dev_.cfg.shm_map && w.length != 0 &&
+  const bool mappable = mapped_opcode(w) && c->cma && dev_.cfg.shm_map && w.length != 0 &&
                         (qp.wire_ops.empty() || qp.wire_ops.back()->done.load(std::memory_order_acquire));
   bool revoked = false;
   if (mappable && qp.wire_bound) {

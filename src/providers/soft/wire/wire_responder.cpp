@@ -141,12 +141,16 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
       const mr_entry* e = keys().find(rkey, true);
       if (e == nullptr || (q->pd != nullptr && e->pdn != q->pd->pdn)) c.map_burned.insert(pair);
       if (!q->destroyed && ready && q->attr.dest_qp_num == h.src_qpn && e != nullptr && e->pdn == q->pd->pdn) {
-        const uint32_t access = e->access & q->attr.access_flags & (verbs::access::remote_read | verbs::access::remote_write);
+        // Remote atomic is granted too: the requester then runs atomics on the mapped word
+        // itself (only through a writable grant, i.e. with remote write as well).
+        const uint32_t access = e->access & q->attr.access_flags &
+                                (verbs::access::remote_read | verbs::access::remote_write | verbs::access::remote_atomic);
         uint64_t off = 0;
         // A grant without remote write gets a read-only descriptor (and the requester maps
         // it read-only), so even a stray write of the peer cannot reach the memory.
         const bool writable = (access & verbs::access::remote_write) != 0;
-        if (access != 0 && shm::registration_file(rkey, writable, &fds[0], &off)) {
+        // An MR with remote atomic alone is not granted (as before atomics were mapped).
+        if ((access & (verbs::access::remote_read | verbs::access::remote_write)) != 0 && shm::registration_file(rkey, writable, &fds[0], &off)) {
           fds[1] = shm::table_fd();
           uint32_t epoch = 0;
           if (fds[1] >= 0 && shm::grant(rkey, &epoch)) {
