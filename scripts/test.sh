@@ -47,7 +47,7 @@ if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
   # comm_mpi is left out: mpirun's own allocations (Open MPI) are reported as leaks by
   # LeakSanitizer, a figure for Open MPI rather than for gdaki; the same scenarios run
   # under ASan through the unique-id and environment bootstraps (comm_procs).
-  run_labels asan-ubsan 'unit|core|soft|device|proxy|wire|security|comm|doca|eth' -LE 'install' -E 'comm_mpi'
+  run_labels asan-ubsan 'unit|core|soft|device|dma|proxy|wire|security|comm|doca|eth' -LE 'install' -E 'comm_mpi'
   echo "=== [asan-ubsan] pass took ${SECONDS}s"
   SECONDS=0
   # Not under TSan: the wire failure tests fork a process that already runs threads, which
@@ -58,7 +58,7 @@ if [[ "${GDAKI_TEST_SANITIZERS:-1}" != 0 ]]; then
   # From the communicator only the in-process ranks (comm_local): one process, a thread
   # per rank, which is where its races would be; its 10,000-round stress tests, the
   # multi-process runs and the example are left to the release and ASan passes.
-  run_labels tsan 'unit|core|soft|device|proxy|wire|comm|eth' -LE 'install|stress' \
+  run_labels tsan 'unit|core|soft|device|dma|proxy|wire|comm|eth' -LE 'install|stress' \
     -E 'soft_idle|wire_failures|wire_fault_stress|comm_local_stress|comm_procs|comm_mpi|^example\.'
   echo "=== [tsan] pass took ${SECONDS}s"
 fi

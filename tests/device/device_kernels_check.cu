@@ -2,6 +2,7 @@
 // inside __global__ kernels and compiled for sm_90, so the code the CPU-thread tests run
 // is the code a GPU would run.
 #include "device/device_kernels.hpp"
+#include "device/twosided_kernels.hpp"
 
 using namespace device_test;
 namespace d = gdaki::dev;
@@ -32,4 +33,12 @@ template __global__ void disagreeing_qp<d::scope_warp>(qp_handle*, remote_ptr, b
 template __global__ void disagreeing_qp<d::scope_block>(qp_handle*, remote_ptr, bool, uint64_t*);
 __global__ void bad_inline_lane(qp_handle* qp, remote_ptr dst, uint32_t bad_lane, uint64_t* out) {
   bad_inline_lane_kernel(qp, dst, bad_lane, out);
+}
+
+// Two-sided calls (twosided_kernels.hpp).
+__global__ void post_receives(recv_grid_args a) { post_receives_kernel(a); }
+__global__ void wait_receives(recv_grid_args a, uint64_t timeout_ns) { wait_receives_kernel(a, timeout_ns); }
+__global__ void warp_send(qp_handle* qp, uint64_t src, uint32_t lkey, uint32_t bytes, uint32_t skip_lane,
+                          uint64_t* log) {
+  warp_send_kernel(qp, src, lkey, bytes, skip_lane, log);
 }

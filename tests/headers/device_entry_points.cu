@@ -66,6 +66,21 @@ __device__ void device_api_calls(qp_handle& qp, remote_ptr r, local_ptr l, uint6
   out[0] += static_cast<uint64_t>(quiet<Scope, S>(qp, 1000));
   out[0] += static_cast<uint64_t>(test(qp, t)) + static_cast<uint64_t>(wait(qp, t, 1000)) + old;
   out[0] += static_cast<uint64_t>(last_error(qp).syndrome);
+  // DMA queue (dma.hpp) and two-sided verbs (twosided.hpp).
+  out[0] += static_cast<uint64_t>(dma_memcpy<Scope, S>(qp, r.addr, r.rkey, l.addr, l.lkey, 4096, &t));
+  out[0] += static_cast<uint64_t>(dma_test(qp, t)) + static_cast<uint64_t>(dma_wait(qp, t, 1000));
+  out[0] += static_cast<uint64_t>(dma_quiet<Scope, S>(qp, 1000)) + static_cast<uint64_t>(dma_last_error(qp).syndrome);
+  out[0] += static_cast<uint64_t>(send<Scope, S>(qp, l, 64, &t));
+  out[0] += static_cast<uint64_t>(send_imm<Scope, S>(qp, l, 64, 0x01020304u, &t));
+  out[0] += static_cast<uint64_t>(send_inline<Scope, S>(qp, &v, sizeof v, true, 7, &t));
+}
+
+// Receives (twosided.hpp): thread-scope calls.
+__global__ void receive_calls(qp_handle* qp, local_ptr l, uint64_t* out) {
+  recv_completion c;
+  out[0] = static_cast<uint64_t>(recv_post(*qp, l, 64));
+  out[1] = static_cast<uint64_t>(recv_poll(*qp, &c));
+  out[2] = static_cast<uint64_t>(recv_wait(*qp, &c, 1000)) + c.byte_cnt + c.imm_raw + c.index + c.payload[0];
 }
 
 __global__ void device_api(qp_handle* qp, remote_ptr r, local_ptr l, uint64_t* out) {

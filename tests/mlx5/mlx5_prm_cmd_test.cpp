@@ -135,6 +135,15 @@ TEST(mlx5_prm_cmd, create_qp_places_every_field_at_its_prm_offset) {
   expect_same(build_create_qp(p), want);
 }
 
+TEST(mlx5_prm_cmd, create_qp_with_responder_scatter_to_cqe_sets_cs_res_to_data32_and_nothing_else) {
+  qp_params p;
+  const auto off = build_create_qp(p);
+  p.cs_res = 1;  // MLX5_RES_SCAT_DATA32_CQE (qp_init::scatter_to_cqe, 64-byte CQEs)
+  auto want = off;
+  want[24 + 0x638 / 8] = 0x01;  // cs_res, qpc 0x638..0x63f; cs_req (0x630..0x637) stays 0
+  expect_same(build_create_qp(p), want);
+}
+
 TEST(mlx5_prm_cmd, rst2init_sets_port_pkey_and_remote_access) {
   rst2init_params p;
   p.qpn = 0x000123;

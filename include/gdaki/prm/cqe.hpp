@@ -50,6 +50,10 @@ inline constexpr uint8_t cqe_op_own_init = 0xf1;
 inline constexpr uint8_t cqe_owner_mask = 0x01;
 inline constexpr uint8_t cqe_se_mask = 0x02;
 inline constexpr uint8_t cqe_format_mask = 0x0c;
+// Format 1 (MLX5_INLINE_SCATTER_32): a received payload of at most 32 bytes is in CQE
+// bytes 0..31 (QPs created with responder scatter-to-CQE, QPC cs_res = 1).
+inline constexpr uint8_t cqe_inline_scatter_32 = 0x04;
+inline constexpr uint32_t cqe_inline_scatter_max = 32;
 
 // 5.1 The 64-byte CQE.
 struct cqe64 {

@@ -30,6 +30,12 @@ struct qp_init {
   placement sq_ring{};          // where the SQ ring lives (DBR and doorbell page: provider)
   placement rq_ring{};          // where the RQ ring lives
   uint32_t user_index = 0;      // written to CQE srqn_uidx (24 bits)
+  // Responder scatter-to-CQE (mlx5 QPC cs_res = 1, "data 32 in CQE"): a received SEND or
+  // SEND_IMM of 1..32 bytes is delivered inside its receive CQE (bytes 0..31, op_own
+  // format bit 0x04, PRM 5.1) instead of the posted buffer; the poller copies it out
+  // (dev::recv_poll / recv_wait do). Off by default, as GDAKI pollers expect payloads in
+  // their buffers (docs/mlx5-datapath.md pitfall 11).
+  bool scatter_to_cqe = false;
 };
 
 // What the provider granted at creation.

@@ -273,9 +273,10 @@ std::vector<uint8_t> build_create_qp(const qp_params& p) {
   set_bits(in, q + qpc_cqn_snd, 24, p.cqn_snd);
   set_bits(in, q + qpc_cqn_rcv, 24, p.cqn_rcv);
   set_bits(in, q + qpc_rq_type, 3, 0);  // regular RQ
-  // Scatter-to-CQE off on both sides (spec 7.11): payloads always land in the buffers.
+  // Scatter-to-CQE off for the requester (spec 7.11): READ and atomic results always land
+  // in their buffers. The responder's only when asked (qp_init::scatter_to_cqe).
   set_bits(in, q + qpc_cs_req, 8, 0);
-  set_bits(in, q + qpc_cs_res, 8, 0);
+  set_bits(in, q + qpc_cs_res, 8, p.cs_res);
   set_bits(in, q + qpc_dbr_umem_valid, 1, 1);
   set_bits(in, q + qpc_dbr_umem_id, 32, p.dbr_umem_id);
   set_bits(in, q + qpc_dbr_addr, 64, p.dbr_offset);

@@ -112,9 +112,10 @@ struct qp_params {
   uint64_t wq_umem_offset = 0;
   uint32_t dbr_umem_id = 0;
   uint64_t dbr_offset = 0;
+  uint32_t cs_res = 0;          // responder scatter-to-CQE: 0 off, 1 = 32 B in a 64 B CQE
 };
-// CREATE_QP for an RC QP in RESET: st RC, pm_state MIGRATED, scatter-to-CQE off
-// (cs_req = cs_res = 0), regular RQ, umem-backed WQ and doorbell record.
+// CREATE_QP for an RC QP in RESET: st RC, pm_state MIGRATED, requester scatter-to-CQE off
+// (cs_req = 0; cs_res from qp_params), regular RQ, umem-backed WQ and doorbell record.
 std::vector<uint8_t> build_create_qp(const qp_params& p);
 uint32_t parse_qpn(std::span<const uint8_t> out);  // create_qp_out.qpn, bits 0x48..0x5f
 std::vector<uint8_t> build_destroy_qp(uint32_t qpn);

@@ -260,6 +260,7 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   p.cqn_rcv = rcq->cqn;
   p.wq_umem_id = q->wq_umem->umem_id;
   p.dbr_umem_id = q->dbr_umem->umem_id;
+  p.cs_res = in.scatter_to_cqe ? 1u : 0u;  // MLX5_RES_SCAT_DATA32_CQE: our CQEs are 64 bytes
   const auto cmd = prm_cmd::build_create_qp(p);
   uint8_t outbuf[prm_cmd::size::create_qp_out] = {};
   errno = 0;

@@ -78,6 +78,7 @@ struct soft_qp : verbs::provider_object {
   uint32_t user_index = 0;
   uint32_t log_sq = 0, log_rq = 0, log_rq_stride = 0;
   uint32_t max_inline = 0, max_send_wqebbs = 0, max_send_sge = 0, max_recv_sge = 0;
+  bool scatter_to_cqe = false;  // qp_init::scatter_to_cqe: receives <= 32 B land in the CQE
   ring_memory sq_mem, rq_mem, dbr_mem, uar_mem;
   uint8_t* sq = nullptr;
   uint8_t* rq = nullptr;

@@ -51,6 +51,7 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->log_rq = log2_ceil(in.rq_wqes);
   q->log_rq_stride = std::max(4u, log2_ceil(std::max(1u, in.max_recv_sge) * 16));
   q->max_inline = in.max_inline;
+  q->scatter_to_cqe = in.scatter_to_cqe;
   q->max_send_wqebbs = wqebbs;
   q->max_send_sge = in.max_send_sge;
   q->max_recv_sge = (1u << q->log_rq_stride) / 16;

@@ -42,9 +42,15 @@ cq_write write_cqe(soft_cq& cq, const cqe_fields& f) {
     c.imm_inval_pkey = f.imm_raw;
     c.byte_cnt = prm::to_be32(f.byte_cnt);
     c.sop_drop_qpn = prm::to_be32((static_cast<uint32_t>(f.wqe_opcode) << 24) | (f.qpn & 0xffffff));
+    // Scatter-to-CQE: the payload takes the CQE's first bytes, over the fields there (a
+    // payload longer than 24 bytes covers flags_rqpn, as on a ConnectX: rdma-core and UCX
+    // read it from the CQE's start, cq.c handle_responder / rc_mlx5 iface).
+    if (f.inline_payload != nullptr) std::memcpy(&c, f.inline_payload, f.byte_cnt);
   }
   const uint8_t owner = static_cast<uint8_t>((cq.pi >> cq.log_n) & 1);
-  const uint8_t op_own = static_cast<uint8_t>((static_cast<uint8_t>(f.opcode) << 4) | (f.solicited ? prm::cqe_se_mask : 0) | owner);
+  const uint8_t format = !is_err && f.inline_payload != nullptr ? prm::cqe_inline_scatter_32 : 0;
+  const uint8_t op_own = static_cast<uint8_t>((static_cast<uint8_t>(f.opcode) << 4) | format |
+                                              (f.solicited ? prm::cqe_se_mask : 0) | owner);
   uint8_t* slot = reinterpret_cast<uint8_t*>(cq.cqes + (cq.pi & (n - 1)));
   std::memcpy(slot, &c, 60);
   // Bytes 60..63 as one little-endian word: wqe_counter (BE16), signature 0, op_own. The

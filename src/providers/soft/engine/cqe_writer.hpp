@@ -22,6 +22,9 @@ struct cqe_fields {
   uint32_t user_index = 0;
   uint16_t wqe_counter = 0;
   bool solicited = false;  // responder CQEs: the sender's SE bit
+  // Responder CQEs of a scatter-to-CQE QP: the byte_cnt (<= 32) payload bytes, written at
+  // CQE bytes 0.. with the 32-byte inline-scatter format (PRM 5.1); null otherwise.
+  const uint8_t* inline_payload = nullptr;
 };
 
 enum class cq_write { ok, dropped, overrun };

@@ -50,8 +50,10 @@ inline bool rq_has_wqe(const soft_qp& resp) {
   return ((dbr - static_cast<uint32_t>(resp.rq_ci)) & 0xffff) != 0;
 }
 
-// Responder CQE for a consumed receive WQE (success or error).
-inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, prm::cqe_opcode op, prm::syndrome s) {
+// Responder CQE for a consumed receive WQE (success or error); `payload`: the message's
+// bytes when the QP scatters it to the CQE.
+inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, prm::cqe_opcode op, prm::syndrome s,
+                          const uint8_t* payload = nullptr) {
   cqe_fields f;
   f.opcode = op;
   f.synd = s;
@@ -63,6 +65,7 @@ inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, 
     f.byte_cnt = static_cast<uint32_t>(w.length);
     f.solicited = w.solicited();
     if (op == prm::cqe_opcode::resp_wr_imm || op == prm::cqe_opcode::resp_send_imm) f.imm_raw = w.imm_raw;
+    f.inline_payload = payload;
   }
   ++resp.rq_ci;
   resp.rq_ci_seen.store(resp.rq_ci, std::memory_order_release);
@@ -120,6 +123,17 @@ respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& 
   if (bad_key) {
     complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_prot);
     return remote_error(resp, syndrome::remote_op);
+  }
+  // Scatter-to-CQE (cs_res = 1): a 1..32-byte message goes into the CQE, not the buffer.
+  // The checks above still ran: the soft NIC answers a receive too short or with a bad key
+  // as it does without scattering to the CQE ([unverified] whether a ConnectX checks the
+  // posted list then; rdma-core re-checks the length when it copies the CQE's bytes out).
+  if (resp.scatter_to_cqe && w.length != 0 && w.length <= prm::cqe_inline_scatter_max) {
+    uint8_t payload[prm::cqe_inline_scatter_max];
+    const dst_piece into_cqe{payload, w.length};
+    if (!x.place(&into_cqe, 1)) return remote_error(resp, syndrome::remote_op);
+    complete_recv(src_qpn, resp, w, op, syndrome::none, payload);
+    return {};
   }
   if (!x.place(dst, nd)) return remote_error(resp, syndrome::remote_op);
   placement_done();

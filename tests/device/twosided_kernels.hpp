@@ -1,0 +1,57 @@
+// Kernel bodies of the two-sided device tests (twosided_test.cpp): receives posted and
+// completed by the threads of a grid. Plain GDAKI_HD functions: the tests run them on CPU
+// threads through the host grid launcher and device_kernels_check.cu compiles them as
+// __global__ kernels for sm_90. They record results in host-visible logs, never assert.
+#pragma once
+
+#include <cstdint>
+
+#include "gdaki/device/twosided.hpp"
+
+namespace device_test {
+
+struct recv_grid_args {
+  gdaki::dev::qp_handle* qp;  // the receiving QP
+  uint64_t buf;               // thread t receives into [buf + t * slot, + slot)
+  uint32_t lkey;
+  uint32_t slot;
+  uint64_t* log;              // per thread, 4 words: post status, wait status, index, byte count
+};
+
+GDAKI_HD inline uint32_t recv_grid_thread() {
+  namespace arch = gdaki::dev::arch;
+  return arch::block_rank_in_grid() * arch::threads_in_block() + arch::thread_rank_in_block();
+}
+
+// Every thread posts one receive into its own slot (in whatever order the threads run).
+GDAKI_HD inline void post_receives_kernel(const recv_grid_args& a) {
+  const uint32_t t = recv_grid_thread();
+  a.log[4 * t] = static_cast<uint64_t>(
+      gdaki::dev::recv_post(*a.qp, {a.buf + uint64_t{t} * a.slot, a.lkey}, a.slot));
+}
+
+// Every thread takes one receive completion (whichever comes: completions are claimed, not
+// assigned) and logs which receive it was and how many bytes it carried.
+GDAKI_HD inline void wait_receives_kernel(const recv_grid_args& a, uint64_t timeout_ns) {
+  const uint32_t t = recv_grid_thread();
+  gdaki::dev::recv_completion c{};
+  a.log[4 * t + 1] = static_cast<uint64_t>(gdaki::dev::recv_wait(*a.qp, &c, timeout_ns));
+  a.log[4 * t + 2] = c.index;
+  a.log[4 * t + 3] = c.byte_cnt;
+}
+
+// Lane-parallel SENDs at warp scope: lane l sends `bytes` from src + l * bytes, with the
+// lane number as immediate; skip_lane (or none: ~0u) posts nothing.
+GDAKI_HD inline void warp_send_kernel(gdaki::dev::qp_handle* qp, uint64_t src, uint32_t lkey, uint32_t bytes,
+                                      uint32_t skip_lane, uint64_t* log) {
+  namespace dev = gdaki::dev;
+  const uint32_t lane = dev::arch::lane_id();
+  uint64_t ticket = 0;
+  const gdaki::status posted = dev::send_imm<dev::scope_warp, dev::sharing::grid>(
+      *qp, {src + uint64_t{lane} * bytes, lkey}, bytes, lane, &ticket,
+      lane == skip_lane ? dev::op_flags::skip : dev::op_flags::none);
+  log[2 * lane] = static_cast<uint64_t>(posted);
+  log[2 * lane + 1] = static_cast<uint64_t>(posted == gdaki::status::ok ? dev::wait(*qp, ticket) : posted);
+}
+
+}  // namespace device_test
