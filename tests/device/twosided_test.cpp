@@ -23,6 +23,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "support/patterned_region.hpp"
 
 namespace {
 
@@ -33,22 +34,9 @@ using gdaki::status;
 
 constexpr uint64_t bound = 5'000'000'000ull;  // 5 s: never reached when things work
 
-struct buffer {
-  struct deleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, deleter> mem;
-  size_t bytes;
-  verbs::mr mr;
-  buffer(const verbs::pd& pd, size_t n, uint8_t seed)
-      : mem(static_cast<uint8_t*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))), bytes(n) {
-    for (size_t i = 0; i < n; ++i) mem.get()[i] = static_cast<uint8_t>(seed + i * 5 + (i >> 8));
-    mr = verbs::mr(pd, mem.get(), n, verbs::access::all);
-  }
-  uint8_t* data() const { return mem.get(); }
-  dev::local_ptr at(uint64_t off = 0, uint32_t key_delta = 0) const {
-    return {reinterpret_cast<uint64_t>(mem.get()) + off, mr.lkey() + key_delta};
-  }
+// Every access: the tests send from and receive into the same kind of region.
+struct buffer : test_support::patterned_region {
+  buffer(const verbs::pd& pd, size_t n, uint8_t seed) : patterned_region(pd, n, verbs::access::all, seed) {}
 };
 
 struct side {

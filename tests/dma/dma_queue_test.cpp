@@ -18,6 +18,7 @@
 #include "gdaki/verbs/dma_queue.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
+#include "support/patterned_region.hpp"
 
 namespace {
 
@@ -28,22 +29,7 @@ using gdaki::status;
 
 constexpr uint64_t bound = 5'000'000'000ull;  // 5 s: never reached when things work
 
-// Page-aligned registered host memory with a known pattern.
-struct region {
-  struct deleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, deleter> mem;
-  size_t bytes;
-  verbs::mr mr;
-  region(const verbs::pd& pd, size_t n, uint32_t access, uint8_t seed)
-      : mem(static_cast<uint8_t*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))), bytes(n) {
-    for (size_t i = 0; i < n; ++i) mem.get()[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
-    mr = verbs::mr(pd, mem.get(), n, access);
-  }
-  uint8_t* data() const { return mem.get(); }
-  uint64_t addr(uint64_t off = 0) const { return reinterpret_cast<uint64_t>(mem.get()) + off; }
-};
+using region = test_support::patterned_region;
 
 struct env {
   verbs::device dev = verbs::device::open("soft0");

@@ -314,7 +314,10 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       // the op's reference counting and queueing, a fifth of a small WRITE's cost).
       using mapped = wire::endpoint::mapped_copy_status;
       const mapped m = go && ops.empty() ? qp.dev->wire->copy_mapped(qp, r, w) : mapped::not_mapped;
-      if (m == mapped::copied) {
+      // A NOP (a flush's, say) with nothing in flight: nothing leaves the QP, so it too
+      // completes here, in SQ order, without an op.
+      const bool nop_alone = !go && synd == syndrome::none && ops.empty();
+      if (m == mapped::copied || nop_alone) {
         qp.sq_issued += w.nbb;
         ++issued;
         moved = true;
@@ -324,22 +327,6 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
         qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
         if (!cqe_ok) {
           requester_error(qp);  // ERR with nothing in flight: the caller flushes the rest
-          return;
-        }
-        continue;
-      }
-      // A NOP (a flush's, say) with nothing in flight: nothing leaves the QP, so it too
-      // completes here, in SQ order, without an op.
-      if (!go && synd == syndrome::none && ops.empty()) {
-        qp.sq_issued += w.nbb;
-        ++issued;
-        moved = true;
-        res.worked = true;
-        const bool cqe_ok = !w.signaled() || complete_send(qp, w, syndrome::none, static_cast<uint32_t>(w.length));
-        qp.sq_ci += w.nbb;
-        qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
-        if (!cqe_ok) {
-          requester_error(qp);
           return;
         }
         continue;
