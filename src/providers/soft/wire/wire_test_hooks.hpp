@@ -11,7 +11,7 @@ namespace gdaki::soft::wire::test_hooks {
 enum class fault : uint8_t {
   none = 0,
   drop_before_send = 1,  // shut the connection's socket down instead of sending the frame
-  drop_after_send = 2,   // send the frame, then shut the socket down (the answer is lost)
+  drop_after_send = 2,   // send the frame, then kill the connection (the answer is lost)
   corrupt_header = 3,    // send the frame with one header byte XORed (a corrupted frame)
 };
 
