@@ -1,6 +1,8 @@
 // Flow steering: priority-ordered match-action rules over immutable snapshots.
 #include "gdaki/eth/steering.hpp"
 
+#include <utility>
+
 #include <algorithm>
 
 namespace gdaki::eth {
@@ -50,16 +52,23 @@ steering_table::steering_table(uint32_t queues, uint32_t default_queue, const rs
   s->default_queue = default_queue < queues ? default_queue : 0;
   s->key = key;
   s->default_hits = default_hits_;
-  current_.store(std::move(s), std::memory_order_release);
+  std::lock_guard lk(current_mu_);
+  current_ = std::move(s);
 }
 
 std::shared_ptr<const steering_table::snapshot> steering_table::current() const {
-  return current_.load(std::memory_order_acquire);
+  std::lock_guard lk(current_mu_);
+  return current_;
 }
 
 void steering_table::publish(std::shared_ptr<const snapshot> next) {
   // Release: a classifier that loads `next` sees the rules' contents fully built.
-  current_.store(std::move(next), std::memory_order_release);
+  // The old list is released after the lock (a classifier may still hold it).
+  std::shared_ptr<const snapshot> old;
+  {
+    std::lock_guard lk(current_mu_);
+    old = std::exchange(current_, std::move(next));
+  }
 }
 
 status steering_table::add_rule(const flow_rule& rule, uint32_t* id) {

@@ -98,7 +98,9 @@ struct soft_qp : verbs::provider_object {
   uint32_t retries_used = 0;
   std::atomic<uint64_t> stall_until{0};  // steady-clock ns; 0 = not stalled
   std::shared_ptr<soft_qp> peer;         // cached remote end (dest_qp_num)
-  bool remote = false;                   // av names another process: use the wire
+  // av names another process: use the wire. Written by modify under exec_mu; the engine
+  // reads it without that lock to choose a policy, so it is atomic (TSan, dma restart).
+  std::atomic<bool> remote{false};
   uint64_t last_uar = 0;                 // last doorbell word seen (a hint only)
   // Remote QPs (the wire, wire.hpp): requests in flight in SQ order, the next WQE to issue
   // (sq_ci <= sq_issued <= producer), the next request number (PSN) and the connection

@@ -100,7 +100,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
   if (mask & m::port) s.port_num = a.port_num;
   if (mask & m::av) {
     s.av = a.av;
-    q->remote = wire::is_remote(a.av);  // decided once here, not per WQE
+    q->remote.store(wire::is_remote(a.av), std::memory_order_relaxed);  // decided once here, not per WQE
     q->wire_conn.reset();               // a new peer address: connect and bind again
     q->wire_bound = false;
     q->wire_maps.clear();

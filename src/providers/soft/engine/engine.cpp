@@ -143,8 +143,9 @@ bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, u
       continue;
     }
     const bool host_rings = qp.host_rings.load(std::memory_order_relaxed);
-    const bool wire_idle = !qp.remote || !qp.wire_busy.load(std::memory_order_acquire);
-    if (cfg_.inline_exec && wire_idle && (qp.remote || host_rings)) {
+    const bool remote = qp.remote.load(std::memory_order_relaxed);
+    const bool wire_idle = !remote || !qp.wire_busy.load(std::memory_order_acquire);
+    if (cfg_.inline_exec && wire_idle && (remote || host_rings)) {
       // A doorbell waits and nothing is in flight. A CPU thread that rings executes its
       // WQEs itself within nanoseconds (on_doorbell), and on a mapped stream each WQE is a
       // copy: were the engine to race it for them, every copy would move the target's and

@@ -463,7 +463,7 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   // QP also stops at the last rung word: sq_producer).
   qp.last_uar = dev::arch::load_relaxed(qp.uar_db);
   if (st == state_of(qp_state::err) && !qp.wire_ops.empty()) abandon_in_flight(qp, qp.wire_psn);
-  if (qp.remote && st == state_of(qp_state::rts)) {
+  if (qp.remote.load(std::memory_order_relaxed) && st == state_of(qp_state::rts)) {
     progress_remote(qp, budget, wait, res);
     if (!qp.wire_ops.empty() || qp.state.load(std::memory_order_acquire) == state_of(qp_state::rts)) {
       return res;  // still RTS, or ERR with nothing in flight: the loop below flushes
