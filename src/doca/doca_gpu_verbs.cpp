@@ -16,7 +16,7 @@ namespace {
 using gdaki::doca::fail;
 using gdaki::doca::guarded;
 using gdaki::doca::open_of;
-constexpr doca_error_t invalid = DOCA_ERROR_INVALID_VALUE;
+using gdaki::doca::invalid;
 
 // The progress service: one thread stepping every monitored QP's CPU proxy.
 struct service {

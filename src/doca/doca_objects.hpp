@@ -32,6 +32,9 @@ struct doca_gpu_open {
 
 namespace gdaki::doca {
 
+// The answer to an argument an entry point cannot use.
+constexpr doca_error_t invalid = DOCA_ERROR_INVALID_VALUE;
+
 // What gdaki_doca_pd_open hands out as a struct ibv_pd *. The magic word lets every entry
 // point refuse a pointer that is not one (a real libibverbs PD, or garbage) by name.
 struct pd_object {

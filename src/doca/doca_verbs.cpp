@@ -19,7 +19,7 @@ using gdaki::doca::guarded;
 using gdaki::doca::open_of;
 namespace verbs = gdaki::verbs;
 
-constexpr doca_error_t invalid = DOCA_ERROR_INVALID_VALUE;
+using gdaki::doca::invalid;
 
 template <typename Handle, typename Open>
 Handle* make_handle(Open* o) {

@@ -16,6 +16,7 @@
 #include "gdaki/prm/dbr.hpp"
 #include "gdaki/providers/soft.hpp"
 #include "gdaki/verbs/provider.hpp"
+#include "gdaki/verbs/qp.hpp"
 #include "exec_lock.hpp"
 #include "soft_memory.hpp"
 
@@ -68,6 +69,9 @@ struct soft_cq : verbs::provider_object {
 };
 
 enum class stall_kind : uint8_t { none, rnr, transport };
+
+// The word soft_qp::state holds for s (the engine compares it without a lock).
+constexpr uint32_t state_of(verbs::qp_state s) { return static_cast<uint32_t>(s); }
 
 struct soft_qp : verbs::provider_object {
   soft_device* dev = nullptr;

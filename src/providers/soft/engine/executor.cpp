@@ -29,7 +29,6 @@ uint64_t now_ns() { return dev::arch::clock_ns(); }
 
 namespace {
 
-constexpr uint32_t state_of(qp_state s) { return static_cast<uint32_t>(s); }
 constexpr uint64_t forever = ~uint64_t{0};
 // A remote QP whose CQ a CPU thread polled this recently is driven by that thread.
 constexpr uint64_t host_driven_ns = 1'000'000;

@@ -19,8 +19,6 @@ namespace gdaki::soft {
 
 namespace {
 
-constexpr uint32_t state_of(verbs::qp_state s) { return static_cast<uint32_t>(s); }
-
 // Places n bytes as copy_message does for one piece: an aligned 4- or 8-byte piece (a
 // flag or signal word a poller acquires) with one release store, the rest with memcpy.
 void place(uint8_t* to, const uint8_t* from, uint32_t n) {
