@@ -13,18 +13,20 @@
 // the puts, waiting for the peers' signals, the flush) over every timed gdaki iteration.
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 #include "gdaki/comm/device.hpp"
 #include "gdaki/comm/mpi.hpp"
 
 namespace comm = gdaki::comm;
-using namespace gdaki_bench;
+namespace fw = gdaki::benchfw;
+using clk = fw::clock;
+using fw::seconds_since;
+using fw::summarize;
 
 namespace {
 
@@ -65,20 +67,20 @@ double gdaki_iteration(setup& s, uint64_t bytes, uint64_t it) {
   const comm::dev_comm& d = s.c->device();
   stamp(s, bytes, it);
   MPI_Barrier(MPI_COMM_WORLD);
-  const auto t0 = clock::now();
+  const auto t0 = clk::now();
   for (int k = 0; k < s.n; ++k) {
     const int p = (s.me + k) % s.n;  // start with different peers on every rank
     if (comm::put(d, 0, d.world, p, s.rw, uint64_t(s.me) * bytes, s.sw, uint64_t(p) * bytes, bytes,
                   comm::signal_inc(0)) != gdaki::status::ok)
       return -1;
   }
-  const auto t1 = clock::now();
+  const auto t1 = clk::now();
   ++s.round;
   if (comm::wait_signal(d, 0, s.round * uint64_t(s.n), 64, 30'000'000'000ull) != gdaki::status::ok) return -1;
-  const auto t2 = clock::now();
+  const auto t2 = clk::now();
   if (comm::flush(d, 0) != gdaki::status::ok) return -1;
-  const auto t3 = clock::now();
-  const auto sec = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto t3 = clk::now();
+  const auto sec = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   s.phase[0].push_back(sec(t0, t1));
   s.phase[1].push_back(sec(t1, t2));
   s.phase[2].push_back(sec(t2, t3));
@@ -88,7 +90,7 @@ double gdaki_iteration(setup& s, uint64_t bytes, uint64_t it) {
 double mpi_iteration(setup& s, uint64_t bytes, uint64_t it) {
   stamp(s, bytes, it);
   MPI_Barrier(MPI_COMM_WORLD);
-  const auto t0 = clock::now();
+  const auto t0 = clk::now();
   if (MPI_Alltoall(s.send, int(bytes), MPI_BYTE, s.recv, int(bytes), MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
   return seconds_since(t0);
 }
@@ -100,11 +102,11 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     CLI::App app{"All-to-all: gdaki communicator vs MPI_Alltoall (run under mpirun)"};
-    common_options o;
+    fw::common_options o;
     o.runs = 5;
     uint64_t min_bytes = 8, max_bytes = 64ull << 20;
     bool breakdown = false;
-    add_common_options(app, o);
+    fw::add_common_options(app, o);
     app.add_option("--min-bytes", min_bytes, "Smallest size, bytes per peer")->capture_default_str();
     app.add_option("--max-bytes", max_bytes, "Largest size, bytes per peer")->capture_default_str();
     app.add_flag("--breakdown", breakdown, "Also print gdaki's time per phase: puts, signal wait, flush");
@@ -117,13 +119,10 @@ int main(int argc, char** argv) {
     s.rw = c.alloc_window(max_bytes * uint64_t(s.n));
     s.send = static_cast<uint8_t*>(c.window_base(s.sw));
     s.recv = static_cast<uint8_t*>(c.window_base(s.rw));
-    if (s.me == 0 && !o.json)
-      std::printf("# ranks %d, runs %u (interleaved), time = median iteration of a run; median [min, max] over runs\n"
-                  "# %12s %6s %24s %10s %10s\n",
-                  s.n, o.runs, "bytes/peer", "impl", "time us", "algbw GB/s", "busbw GB/s");
-    std::string json = "{\"bench\":\"comm_alltoall\",\"ranks\":" + std::to_string(s.n) + ",\"runs\":" +
-                       std::to_string(o.runs) + ",\"results\":[";
-    bool first = true;
+    // Rank 0 reports (rows, finish); the other ranks only measure with it.
+    fw::writer w(o, "comm_alltoall",
+                 "All-to-all: gdaki communicator vs MPI_Alltoall; time = median iteration of a run, runs interleaved",
+                 {fw::integer("ranks", uint64_t(s.n))}, {{"time", "usec"}, {"bw", "GB/s (1e9 bytes per second)"}});
     uint64_t it = 0;
     for (uint64_t bytes = min_bytes; bytes <= max_bytes && rc == 0; bytes *= 2) {
       for (int p = 0; p < s.n; ++p)
@@ -156,33 +155,26 @@ int main(int argc, char** argv) {
       }
       if (rc != 0 || s.me != 0) continue;
       for (int impl = 0; impl < 2; ++impl) {
-        const run_stats st = summarize(impl == 0 ? run_g : run_m);
+        const fw::stats st = summarize(impl == 0 ? run_g : run_m);
         const double total = double(bytes) * s.n;
-        const auto algbw = [&](double sec) { return total / sec / 1e9; };
         const double f = double(s.n - 1) / s.n;
-        if (o.json) {
-          char b[512];
-          std::snprintf(b, sizeof(b),
-                        "%s{\"bytes_per_peer\":%llu,\"impl\":\"%s\",\"time_us\":{\"median\":%.3f,\"min\":%.3f,\"max\":%.3f},"
-                        "\"algbw_gbs\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f},\"busbw_gbs\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f}}",
-                        first ? "" : ",", (unsigned long long)bytes, impl == 0 ? "gdaki" : "mpi", st.median * 1e6,
-                        st.min * 1e6, st.max * 1e6, algbw(st.median), algbw(st.max), algbw(st.min),
-                        algbw(st.median) * f, algbw(st.max) * f, algbw(st.min) * f);
-          json += b;
-          first = false;
-        } else {
-          std::printf("  %12llu %6s %9.2f [%7.2f,%8.2f] %10.3f %10.3f\n", (unsigned long long)bytes,
-                      impl == 0 ? "gdaki" : "mpi", st.median * 1e6, st.min * 1e6, st.max * 1e6, algbw(st.median),
-                      algbw(st.median) * f);
+        // algbw = bytes sent per rank / time: the fastest time gives the highest bandwidth.
+        const fw::stats alg{total / st.median / 1e9, total / st.max / 1e9, total / st.min / 1e9};
+        fw::row row = {fw::integer("bytes_per_peer", bytes), fw::text("impl", impl == 0 ? "gdaki" : "mpi"),
+                       fw::figure("time", "us", {st.median * 1e6, st.min * 1e6, st.max * 1e6}, 2),
+                       fw::figure("algbw", "GB/s", alg, 3),
+                       fw::figure("busbw", "GB/s", {alg.median * f, alg.min * f, alg.max * f}, 3)};
+        if (breakdown) {
+          const bool mine = impl == 0;  // the phases are gdaki's; MPI's row leaves them at zero
+          row.push_back(fw::number("put_us", mine ? summarize(s.phase[0]).median * 1e6 : 0, 2));
+          row.push_back(fw::number("wait_us", mine ? summarize(s.phase[1]).median * 1e6 : 0, 2));
+          row.push_back(fw::number("flush_us", mine ? summarize(s.phase[2]).median * 1e6 : 0, 2));
         }
+        w.add_row(std::move(row));
       }
-      if (breakdown && !o.json)
-        std::printf("  %12llu %6s put %.2f, wait %.2f, flush %.2f (us, median of every timed iteration)\n",
-                    (unsigned long long)bytes, "phases", summarize(s.phase[0]).median * 1e6,
-                    summarize(s.phase[1]).median * 1e6, summarize(s.phase[2]).median * 1e6);
       std::fflush(stdout);
     }
-    if (s.me == 0 && o.json && rc == 0) std::printf("%s]}\n", json.c_str());
+    if (s.me == 0 && rc == 0) rc = w.finish();
     if (rc == 0) c.finalize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "comm_alltoall: %s\n", e.what());

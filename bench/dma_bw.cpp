@@ -5,7 +5,7 @@
 // max over --runs rounds of --mib-per-run MiB, copied in --sizes chunks that walk through
 // 64 MiB source and destination regions (larger than the caches, as a GPU's or NIC's DMA
 // would see memory). The destination is checked after every DMA run.
-// Usage: dma_bw [--runs N] [--mib-per-run M] [--sizes B,...] [--depth D] [--json]
+// Usage: dma_bw [--runs N] [--mib-per-run M] [--sizes B,...] [--depth D] [--json|--csv]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 #include "gdaki/device/dma.hpp"
 #include "gdaki/verbs/device.hpp"
 #include "gdaki/verbs/dma_queue.hpp"
@@ -24,7 +24,8 @@ namespace {
 
 namespace dev = gdaki::dev;
 namespace verbs = gdaki::verbs;
-using clk = gdaki_bench::clock;
+namespace fw = gdaki::benchfw;
+using clk = fw::clock;
 
 constexpr size_t region_bytes = size_t{64} << 20;
 
@@ -45,7 +46,7 @@ double memcpy_run(uint8_t* dst, const uint8_t* src, size_t size, size_t total) {
   for (size_t done = 0, off = 0; done < total; done += size, off = (off + size) % (region_bytes - size + 1)) {
     std::memcpy(dst + off, src + off, size);
   }
-  return static_cast<double>(total) / gdaki_bench::seconds_since(t0) / 1e9;
+  return static_cast<double>(total) / fw::seconds_since(t0) / 1e9;
 }
 
 // GB/s of `total` bytes copied through the DMA queue in `size` chunks, every copy
@@ -62,21 +63,9 @@ double dma_run(dev::qp_handle& q, uint8_t* dst, uint32_t dst_key, const uint8_t*
     last_off = off;
   }
   if (dev::dma_wait(q, ticket) != gdaki::status::ok) return -1;
-  const double gbps = static_cast<double>(total) / gdaki_bench::seconds_since(t0) / 1e9;
+  const double gbps = static_cast<double>(total) / fw::seconds_since(t0) / 1e9;
   if (std::memcmp(dst + last_off, src + last_off, size) != 0) return -2;
   return gbps;
-}
-
-std::string size_name(size_t b) {
-  char s[32];
-  if (b >= (1u << 20) && b % (1u << 20) == 0) {
-    std::snprintf(s, sizeof(s), "%zu MiB", b >> 20);
-  } else if (b >= 1024 && b % 1024 == 0) {
-    std::snprintf(s, sizeof(s), "%zu KiB", b >> 10);
-  } else {
-    std::snprintf(s, sizeof(s), "%zu B", b);
-  }
-  return s;
 }
 
 struct figure {
@@ -87,9 +76,9 @@ struct figure {
 
 int main(int argc, char** argv) {
   CLI::App app{"DMA-queue copy bandwidth against memcpy (soft NIC)"};
-  gdaki_bench::common_options o;
+  fw::common_options o;
   o.runs = 7;
-  gdaki_bench::add_common_options(app, o);
+  fw::add_common_options(app, o);
   std::vector<size_t> sizes = {4096, 64 * 1024, 1u << 20, 16u << 20};
   size_t mib_per_run = 256;
   uint32_t depth = 64;
@@ -118,8 +107,13 @@ int main(int argc, char** argv) {
   engine_init.export_options.host_hook = false;
   verbs::dma_queue ringer(d, pd, ringer_init), engine(d, pd, engine_init);
 
+  fw::writer w(o, "dma_bw", "DMA-queue copy bandwidth against memcpy (soft NIC), rounds interleaved",
+               {fw::integer("mib_per_run", mib_per_run), fw::integer("depth", depth)},
+               {{"bw", "GB/s (1e9 bytes per second)"}});
+  w.expect_steps(o.runs);
   std::vector<figure> figs(sizes.size());
   for (uint32_t r = 0; r < o.runs; ++r) {
+    w.step("round " + std::to_string(r + 1));
     for (size_t si = 0; si < sizes.size(); ++si) {
       const size_t b = sizes[si];
       figs[si].memcpy_gbps.push_back(memcpy_run(dst.get(), src.get(), b, total));
@@ -136,38 +130,13 @@ int main(int argc, char** argv) {
       }
     }
   }
-
-  if (o.json) {
-    std::printf("{\"benchmark\": \"dma_bw\", \"units\": \"GB/s (1e9 B/s)\", \"runs\": %u, \"mib_per_run\": %zu, "
-                "\"depth\": %u, \"results\": [",
-                o.runs, mib_per_run, depth);
-    for (size_t si = 0; si < sizes.size(); ++si) {
-      const auto m = gdaki_bench::summarize(figs[si].memcpy_gbps);
-      const auto rr = gdaki_bench::summarize(figs[si].dma_ringer_gbps);
-      const auto e = gdaki_bench::summarize(figs[si].dma_engine_gbps);
-      std::printf("%s{\"bytes\": %zu, "
-                  "\"memcpy_gbps\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}, "
-                  "\"dma_ringer_gbps\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}, "
-                  "\"dma_engine_gbps\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}}",
-                  si ? ", " : "", sizes[si], m.median, m.min, m.max, rr.median, rr.min, rr.max, e.median, e.min,
-                  e.max);
-    }
-    std::printf("]}\n");
-    return 0;
-  }
-  std::printf("%-8s %22s %22s %8s %22s %8s\n", "size", "memcpy GB/s", "DMA ringer GB/s", "ratio", "DMA engine GB/s",
-              "ratio");
-  std::printf("%-8s %22s %22s %8s %22s %8s\n", "", "median (min-max)", "median (min-max)", "", "median (min-max)", "");
   for (size_t si = 0; si < sizes.size(); ++si) {
-    const auto m = gdaki_bench::summarize(figs[si].memcpy_gbps);
-    const auto rr = gdaki_bench::summarize(figs[si].dma_ringer_gbps);
-    const auto e = gdaki_bench::summarize(figs[si].dma_engine_gbps);
-    char a[64], b[64], c[64];
-    std::snprintf(a, sizeof a, "%.2f (%.2f-%.2f)", m.median, m.min, m.max);
-    std::snprintf(b, sizeof b, "%.2f (%.2f-%.2f)", rr.median, rr.min, rr.max);
-    std::snprintf(c, sizeof c, "%.2f (%.2f-%.2f)", e.median, e.min, e.max);
-    std::printf("%-8s %22s %22s %8.2f %22s %8.2f\n", size_name(sizes[si]).c_str(), a, b, rr.median / m.median, c,
-                e.median / m.median);
+    const fw::stats m = fw::summarize(figs[si].memcpy_gbps);
+    const fw::stats rr = fw::summarize(figs[si].dma_ringer_gbps);
+    const fw::stats e = fw::summarize(figs[si].dma_engine_gbps);
+    w.add_row({fw::integer("bytes", sizes[si]), fw::figure("memcpy", "GB/s", m, 2), fw::figure("dma_ringer", "GB/s", rr, 2),
+               fw::number("ringer_ratio", rr.median / m.median, 2), fw::figure("dma_engine", "GB/s", e, 2),
+               fw::number("engine_ratio", e.median / m.median, 2)});
   }
-  return 0;
+  return w.finish();
 }

@@ -6,7 +6,7 @@
 //            receiver in ns2 counts what arrives; rate = frames received / (last - first)
 //   send:    the sender in ns1 sends --frames frames; rate = frames / elapsed
 // Needs root (namespaces, packet sockets); exits 77 without.
-// Usage: eth_pps [--runs N] [--frames F] [--sizes 64,1500] [--rx-slots S] [--json]
+// Usage: eth_pps [--runs N] [--frames F] [--sizes 64,1500] [--rx-slots S] [--json|--csv]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if_packet.h>
@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 #include "gdaki/device/eth.hpp"
 #include "gdaki/eth/packet_port.hpp"
 
@@ -36,8 +36,9 @@ namespace {
 
 namespace dev = gdaki::dev;
 namespace geth = gdaki::eth;
-using gdaki_bench::seconds_since;
-using clk = gdaki_bench::clock;
+namespace fw = gdaki::benchfw;
+using fw::seconds_since;
+using clk = fw::clock;
 
 constexpr uint16_t port_no = 9000;
 const char* ip1 = "10.215.0.1";
@@ -324,8 +325,8 @@ double tx_udp(setup& s, size_t bytes, uint64_t n) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Ethernet packets per second: soft port vs TPACKET_V3 and UDP socket loops on one veth"};
-  gdaki_bench::common_options o;
-  gdaki_bench::add_common_options(app, o);
+  fw::common_options o;
+  fw::add_common_options(app, o);
   uint64_t frames = 200000;
   std::vector<size_t> sizes = {64, 1500};
   app.add_option("--frames", frames, "Frames per measurement")->capture_default_str();
@@ -353,36 +354,25 @@ int main(int argc, char** argv) {
   constexpr size_t m_count = sizeof(methods) / sizeof(methods[0]);
   std::vector<std::vector<std::vector<double>>> rates(sizes.size(), std::vector<std::vector<double>>(m_count));
   auto delivered = rates;
+  fw::writer w(o, "eth_pps", "Ethernet packets per second: soft port vs TPACKET_V3 and UDP socket loops on one veth",
+               {fw::integer("frames", frames), fw::integer("rx_slots", rx_slots_opt)});
+  w.expect_steps(o.runs);
   for (uint32_t r = 0; r < o.runs; ++r) {
+    w.step("round " + std::to_string(r + 1));
     for (size_t z = 0; z < sizes.size(); ++z) {
       for (size_t m = 0; m < m_count; ++m) {
         last_delivered = 1;
         rates[z][m].push_back(methods[m].f(s, std::max<size_t>(60, sizes[z]), frames));
-        delivered[z][m].push_back(last_delivered);
+        delivered[z][m].push_back(100 * last_delivered);
       }
     }
   }
-  if (o.json) std::printf("{\"frames\": %llu, \"runs\": %u, \"results\": [", static_cast<unsigned long long>(frames), o.runs);
-  if (!o.json) {
-    std::printf("%-4s %-6s %-12s %14s %14s %14s %10s\n", "dir", "bytes", "path", "median pps", "min pps", "max pps",
-                "delivered");
-  }
-  bool first = true;
   for (size_t z = 0; z < sizes.size(); ++z) {
     for (size_t m = 0; m < m_count; ++m) {
-      const gdaki_bench::run_stats st = gdaki_bench::summarize(rates[z][m]);
-      const double got = gdaki_bench::summarize(delivered[z][m]).median;
-      if (o.json) {
-        std::printf("%s{\"dir\": \"%s\", \"bytes\": %zu, \"path\": \"%s\", \"median_pps\": %.0f, \"min_pps\": %.0f, "
-                    "\"max_pps\": %.0f, \"delivered\": %.3f}",
-                    first ? "" : ", ", methods[m].dir, sizes[z], methods[m].name, st.median, st.min, st.max, got);
-        first = false;
-      } else {
-        std::printf("%-4s %-6zu %-12s %14.0f %14.0f %14.0f %9.1f%%\n", methods[m].dir, sizes[z], methods[m].name,
-                    st.median, st.min, st.max, 100 * got);
-      }
+      w.add_row({fw::text("dir", methods[m].dir), fw::integer("bytes", sizes[z]), fw::text("path", methods[m].name),
+                 fw::figure("rate", "pps", fw::summarize(rates[z][m]), 0),
+                 fw::figure("delivered", "%", fw::summarize(delivered[z][m]), 1)});
     }
   }
-  if (o.json) std::printf("]}\n");
-  return 0;
+  return w.finish();
 }

@@ -7,7 +7,7 @@
 // its thread wrote there, so a lost, reordered or misplaced WRITE fails the run.
 // Median, min and max of --runs runs per (mode, thread count).
 //
-//   grid_put_rate [--puts N] [--runs R] [--max-threads T] [--window W] [--cq-mod K] [--json]
+//   grid_put_rate [--puts N] [--runs R] [--max-threads T] [--window W] [--cq-mod K] [--json|--csv]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,7 +26,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 
 using namespace gdaki;
 namespace d = gdaki::dev;
@@ -36,7 +36,7 @@ namespace {
 enum class mode { shared_qp, qp_per_thread };
 const char* name_of(mode m) { return m == mode::shared_qp ? "shared_qp" : "qp_per_thread"; }
 
-struct options : gdaki_bench::common_options {
+struct options : gdaki::benchfw::common_options {
   uint64_t puts = 200'000;  // per thread per run
   uint32_t max_threads = 4;
   uint32_t window = 64;  // target slots per thread
@@ -144,9 +144,10 @@ double run_once(const options& o, mode m, uint32_t threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace fw = gdaki::benchfw;
   options o;
   CLI::App app{"8-byte put rate of grid threads on soft0: one shared QP versus one QP per thread, data checked"};
-  gdaki_bench::add_common_options(app, o);
+  fw::add_common_options(app, o);
   app.add_option("--puts", o.puts, "Puts per thread per run")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-threads", o.max_threads, "Grid threads, doubling from 1")
       ->check(CLI::Range(1u, 256u))
@@ -156,44 +157,29 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const std::vector<uint32_t> counts = gdaki_bench::doubling_counts(o.max_threads);
-  if (o.json) {
-    std::printf("{\"benchmark\":\"grid_put_rate\",\"bytes\":8,\"puts_per_thread\":%llu,\"cq_mod\":%u,\"runs\":%u,"
-                "\"hardware_threads\":%u,\"results\":[",
-                static_cast<unsigned long long>(o.puts), o.cq_mod, o.runs, std::thread::hardware_concurrency());
-  } else {
-    std::printf("8-byte inline puts from grid threads on soft0: %llu per thread, CQE every %u, median of %u runs, "
-                "%u hardware threads, data checked\n",
-                static_cast<unsigned long long>(o.puts), o.cq_mod, o.runs, std::thread::hardware_concurrency());
-    std::printf("%-14s %8s %14s %12s %12s\n", "mode", "threads", "Mput/s median", "min", "max");
-  }
-  bool first = true;
+  const std::vector<uint32_t> counts = fw::doubling_counts(o.max_threads);
+  fw::writer w(o, "grid_put_rate", "8-byte inline puts from grid threads on soft0, data checked",
+               {fw::integer("bytes", 8), fw::integer("puts_per_thread", o.puts), fw::integer("cq_mod", o.cq_mod),
+                fw::integer("hardware_threads", std::thread::hardware_concurrency())});
+  w.expect_steps(counts.size());
   try {
     for (uint32_t threads : counts) {
+      w.step(std::to_string(threads) + " thread(s)");
       // Interleaved: one run of each mode in turn, so load changes hit both alike.
       std::vector<double> rates[2];
       for (uint32_t r = 0; r < o.runs; ++r) {
         for (mode m : {mode::shared_qp, mode::qp_per_thread}) {
-          rates[static_cast<int>(m)].push_back(static_cast<double>(o.puts * threads) / run_once(o, m, threads));
+          rates[static_cast<int>(m)].push_back(static_cast<double>(o.puts * threads) / run_once(o, m, threads) / 1e6);
         }
       }
       for (mode m : {mode::shared_qp, mode::qp_per_thread}) {
-        const gdaki_bench::run_stats st = gdaki_bench::summarize(rates[static_cast<int>(m)]);
-        if (o.json) {
-          std::printf("%s{\"mode\":\"%s\",\"threads\":%u,\"puts_per_second_median\":%.0f,\"min\":%.0f,\"max\":%.0f}",
-                      first ? "" : ",", name_of(m), threads, st.median, st.min, st.max);
-        } else {
-          std::printf("%-14s %8u %14.3f %12.3f %12.3f\n", name_of(m), threads, st.median / 1e6, st.min / 1e6,
-                      st.max / 1e6);
-        }
-        first = false;
-        std::fflush(stdout);
+        w.add_row({fw::text("mode", name_of(m)), fw::integer("threads", threads),
+                   fw::figure("puts_per_second", "Mput/s", fw::summarize(rates[static_cast<int>(m)]))});
       }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grid_put_rate: %s\n", e.what());
     return 1;
   }
-  if (o.json) std::printf("]}\n");
-  return 0;
+  return w.finish();
 }

@@ -8,7 +8,7 @@
 //                 wqe_poster into the same kind of direct QP
 // Median of --runs runs per (mode, thread count).
 //
-//   proxy_put_rate_bench [--puts N] [--runs R] [--max-threads T] [--window W] [--json]
+//   proxy_put_rate_bench [--puts N] [--runs R] [--max-threads T] [--window W] [--json|--csv]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -30,7 +30,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 
 using namespace gdaki;
 namespace d = gdaki::dev;
@@ -47,7 +47,7 @@ const char* name_of(mode m) {
   return "?";
 }
 
-struct options : gdaki_bench::common_options {
+struct options : gdaki::benchfw::common_options {
   uint64_t puts = 200'000;  // per thread per run
   uint32_t max_threads = 4;
   uint32_t window = 32;  // puts in flight per thread (SQ and ring depth are 4x this)
@@ -181,42 +181,31 @@ double run_once(const options& o, mode m, uint32_t threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace fw = gdaki::benchfw;
   options o;
   CLI::App app{"8-byte put rate on soft0: direct vs CPU-assisted doorbells vs proxy backend"};
-  gdaki_bench::add_common_options(app, o);
+  fw::add_common_options(app, o);
   app.add_option("--puts", o.puts, "Puts per thread per run")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-threads", o.max_threads, "Initiator threads, doubling from 1")
       ->check(CLI::Range(1u, 256u))
       ->capture_default_str();
   app.add_option("--window", o.window, "Puts in flight per thread")->check(CLI::Range(1u, 64u))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const std::vector<uint32_t> counts = gdaki_bench::doubling_counts(o.max_threads);
-  if (o.json) {
-    std::printf("{\"benchmark\":\"proxy_put_rate\",\"bytes\":8,\"puts_per_thread\":%llu,\"window\":%u,\"runs\":%u,"
-                "\"hardware_threads\":%u,\"results\":[",
-                static_cast<unsigned long long>(o.puts), o.window, o.runs, std::thread::hardware_concurrency());
-  } else {
-    std::printf("8-byte put rate on soft0: %llu puts per thread, window %u, median of %u runs, %u hardware threads\n",
-                static_cast<unsigned long long>(o.puts), o.window, o.runs, std::thread::hardware_concurrency());
-    std::printf("%-13s %8s %14s %12s %12s\n", "mode", "threads", "Mput/s median", "min", "max");
-  }
-  bool first = true;
+  const std::vector<uint32_t> counts = fw::doubling_counts(o.max_threads);
+  fw::writer w(o, "proxy_put_rate_bench", "8-byte put rate on soft0: direct vs CPU-assisted doorbells vs proxy",
+               {fw::integer("bytes", 8), fw::integer("puts_per_thread", o.puts), fw::integer("window", o.window),
+                fw::integer("hardware_threads", std::thread::hardware_concurrency())});
+  w.expect_steps(3 * counts.size());
   for (mode m : {mode::direct, mode::cpu_assisted, mode::proxy}) {
     for (uint32_t threads : counts) {
+      w.step(std::string(name_of(m)) + ", " + std::to_string(threads) + " thread(s)");
       std::vector<double> rates;
-      for (uint32_t r = 0; r < o.runs; ++r) rates.push_back(static_cast<double>(o.puts * threads) / run_once(o, m, threads));
-      const gdaki_bench::run_stats st = gdaki_bench::summarize(rates);
-      if (o.json) {
-        std::printf("%s{\"mode\":\"%s\",\"threads\":%u,\"puts_per_second_median\":%.0f,\"min\":%.0f,\"max\":%.0f}",
-                    first ? "" : ",", name_of(m), threads, st.median, st.min, st.max);
-      } else {
-        std::printf("%-13s %8u %14.3f %12.3f %12.3f\n", name_of(m), threads, st.median / 1e6, st.min / 1e6,
-                    st.max / 1e6);
+      for (uint32_t r = 0; r < o.runs; ++r) {
+        rates.push_back(static_cast<double>(o.puts * threads) / run_once(o, m, threads) / 1e6);
       }
-      first = false;
-      std::fflush(stdout);
+      w.add_row({fw::text("mode", name_of(m)), fw::integer("threads", threads),
+                 fw::figure("puts_per_second", "Mput/s", fw::summarize(rates))});
     }
   }
-  if (o.json) std::printf("]}\n");
-  return 0;
+  return w.finish();
 }

@@ -2,7 +2,7 @@
 // service draining into a poster that completes every operation at once (so the figure
 // is the ring + service cost, not a fabric's). Median of --runs runs per producer count.
 //
-//   proxy_ring_bench [--count N] [--runs R] [--max-producers P] [--log2-slots K] [--json]
+//   proxy_ring_bench [--count N] [--runs R] [--max-producers P] [--log2-slots K] [--json|--csv]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include "gdaki/device/arch.hpp"
 #include "gdaki/proxy/host_ring.hpp"
 #include "gdaki/proxy/proxy_service.hpp"
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 
 using namespace gdaki;
 using namespace gdaki::proxy;
@@ -44,7 +44,7 @@ class null_poster final : public poster {
   std::deque<completion> done_;
 };
 
-struct options : gdaki_bench::common_options {
+struct options : gdaki::benchfw::common_options {
   uint64_t count = 4'000'000;
   uint32_t max_producers = 8;
   uint32_t log2_slots = 10;
@@ -82,9 +82,10 @@ double run_once(const options& o, uint32_t producers) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace fw = gdaki::benchfw;
   options o;
   CLI::App app{"Descriptors per second through the proxy ring (a null poster completes everything at once)"};
-  gdaki_bench::add_common_options(app, o);
+  fw::add_common_options(app, o);
   app.add_option("--count", o.count, "Descriptors per run")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-producers", o.max_producers, "Producer threads, doubling from 1")
       ->check(CLI::Range(1u, 256u))
@@ -93,35 +94,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(gdaki::proxy::ring_min_log2, gdaki::proxy::ring_max_log2))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const std::vector<uint32_t> counts = gdaki_bench::doubling_counts(o.max_producers);
+  const std::vector<uint32_t> counts = fw::doubling_counts(o.max_producers);
 
-  if (o.json) {
-    std::printf("{\"benchmark\":\"proxy_ring\",\"slots\":%u,\"descriptors_per_run\":%llu,\"runs\":%u,"
-                "\"hardware_threads\":%u,\"results\":[",
-                1u << o.log2_slots, static_cast<unsigned long long>(o.count), o.runs,
-                std::thread::hardware_concurrency());
-  } else {
-    std::printf("proxy ring: %u slots, %llu descriptors per run, median of %u runs, %u hardware threads\n",
-                1u << o.log2_slots, static_cast<unsigned long long>(o.count), o.runs,
-                std::thread::hardware_concurrency());
-    std::printf("%10s %16s %16s %16s\n", "producers", "Mdesc/s median", "Mdesc/s min", "Mdesc/s max");
-  }
-  for (size_t k = 0; k < counts.size(); ++k) {
-    const uint32_t producers = counts[k];
+  fw::writer w(o, "proxy_ring_bench", "Descriptors per second through the proxy ring, null poster",
+               {fw::integer("slots", 1u << o.log2_slots), fw::integer("descriptors_per_run", o.count),
+                fw::integer("hardware_threads", std::thread::hardware_concurrency())});
+  w.expect_steps(counts.size());
+  for (const uint32_t producers : counts) {
+    w.step(std::to_string(producers) + " producer(s)");
     std::vector<double> rates;
     for (uint32_t run = 0; run < o.runs; ++run) {
       const double s = run_once(o, producers);
-      rates.push_back(static_cast<double>(o.count / producers * producers) / s);
+      rates.push_back(static_cast<double>(o.count / producers * producers) / s / 1e6);
     }
-    const gdaki_bench::run_stats st = gdaki_bench::summarize(rates);
-    if (o.json) {
-      std::printf("%s{\"producers\":%u,\"descriptors_per_second_median\":%.0f,\"min\":%.0f,\"max\":%.0f}",
-                  k ? "," : "", producers, st.median, st.min, st.max);
-    } else {
-      std::printf("%10u %16.2f %16.2f %16.2f\n", producers, st.median / 1e6, st.min / 1e6, st.max / 1e6);
-    }
-    std::fflush(stdout);
+    w.add_row({fw::integer("producers", producers), fw::figure("descriptors_per_second", "Mdesc/s", fw::summarize(rates), 2)});
   }
-  if (o.json) std::printf("]}\n");
-  return 0;
+  return w.finish();
 }

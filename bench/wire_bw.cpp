@@ -1,7 +1,7 @@
 // RDMA WRITE bandwidth between two processes over the soft NIC's shared-memory and TCP
 // wires, next to the two ceilings they are measured against in the same run: one-thread
 // memcpy and a raw TCP stream over 127.0.0.1. Each figure is the median of --runs runs.
-// Usage: wire_bw [--runs N] [--mib-per-run M] [--sizes B,...] [--depth D] [--cq-mod K] [--only shm|map|tcp] [--json]
+// Usage: wire_bw [--runs N] [--mib-per-run M] [--sizes B,...] [--depth D] [--cq-mod K] [--only shm|map|tcp] [--json|--csv]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,13 +25,14 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
-#include "bench_common.hpp"
+#include "bench_framework.hpp"
 
 namespace {
 
 namespace dev = gdaki::dev;
 namespace verbs = gdaki::verbs;
-using clk = gdaki_bench::clock;
+namespace fw = gdaki::benchfw;
+using clk = fw::clock;
 
 // Message sizes measured (--sizes); the targets are stated for these two.
 std::vector<size_t> sizes = {64 * 1024, 1u << 20};
@@ -118,8 +119,6 @@ blob blob_of(const std::vector<uint8_t>& v) {
   return b;
 }
 
-double median(const std::vector<double>& v) { return gdaki_bench::summarize(v).median; }
-
 // GB/s of `count` WRITEs of `size` bytes, keeping `depth` of them posted (as perftest's
 // ib_write_bw keeps tx_depth) and asking for a CQE on every `cq_mod`-th one (as its
 // --cq-mod, default 100 there): a CQE is polled only when `depth` are out. The depth is
@@ -165,7 +164,7 @@ double write_run(node& n, const blob& t, size_t size, size_t count, size_t depth
     }
     if (!reap()) return 0;
   }
-  return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
+  return static_cast<double>(size * count) / fw::seconds_since(t0) / 1e9;
 }
 
 // One-thread memcpy of `size` bytes, `count` times, between two page-aligned buffers that
@@ -191,25 +190,25 @@ struct memcpy_ceiling {
       std::memcpy(b, a, size);
       asm volatile("" : : "r"(b) : "memory");  // keep every copy
     }
-    return static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9;
+    return static_cast<double>(size * count) / fw::seconds_since(t0) / 1e9;
   }
 };
 
 // The ceiling measured alone, before any soft device exists in the process.
-void memcpy_bench(int runs, size_t bytes_per_run, std::vector<double>& out) {
+void memcpy_bench(int runs, size_t bytes_per_run, std::vector<fw::stats>& out) {
   memcpy_ceiling mc;
   for (size_t si = 0; si < sizes.size(); ++si) {
     const size_t count = std::max<size_t>(16, bytes_per_run / sizes[si]);
     std::vector<double> r;
     for (int i = 0; i < runs; ++i) r.push_back(mc.run(sizes[si], count));
-    out[si] = median(r);
+    out[si] = fw::summarize(r);
   }
 }
 
 // WRITE runs over `wire`; with `ceiling`, each run follows a memcpy run of the same size in
-// the same process, so both medians come from the same minutes of a shared machine.
+// the same process, so both figures come from the same minutes of a shared machine.
 void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, size_t depth, size_t cq_mod,
-                std::vector<double>& out, std::vector<double>* ceiling = nullptr) {
+                std::vector<fw::stats>& out, std::vector<fw::stats>* ceiling = nullptr) {
   gdaki::oob::tcp_exchange srv = gdaki::oob::tcp_exchange::listen("127.0.0.1");
   const uint16_t port = srv.port();
   (void)gdaki::soft::secret_hex();  // made before the fork: both processes share the job's secret
@@ -243,8 +242,8 @@ void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, s
         if (ceiling != nullptr) m.push_back(mc.run(sizes[si], count));
         r.push_back(write_run(n, t, sizes[si], count, depth, cq_mod));
       }
-      out[si] = median(r);
-      if (ceiling != nullptr) (*ceiling)[si] = median(m);
+      out[si] = fw::summarize(r);
+      if (ceiling != nullptr) (*ceiling)[si] = fw::summarize(m);
     }
     srv.send({});
   }
@@ -252,18 +251,9 @@ void wire_bench(const char* wire, bool shared, int runs, size_t bytes_per_run, s
   ::waitpid(child, &st, 0);
 }
 
-// "64 KiB", "1 MiB", "64 B": the table's size column.
-std::string size_name(size_t b) {
-  char s[32];
-  if (b >= (1u << 20) && b % (1u << 20) == 0) std::snprintf(s, sizeof(s), "%zu MiB", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0) std::snprintf(s, sizeof(s), "%zu KiB", b >> 10);
-  else std::snprintf(s, sizeof(s), "%zu B", b);
-  return s;
-}
-
 // A raw TCP stream over 127.0.0.1 to a child that reads into a 1 MiB buffer; the time
 // ends when the child has read every byte (it answers with one byte).
-void tcp_bench(int runs, size_t bytes_per_run, std::vector<double>& out) {
+void tcp_bench(int runs, size_t bytes_per_run, std::vector<fw::stats>& out) {
   for (size_t si = 0; si < sizes.size(); ++si) {
     const size_t size = sizes[si];
     const size_t count = std::max<size_t>(16, bytes_per_run / size);
@@ -307,26 +297,26 @@ void tcp_bench(int runs, size_t bytes_per_run, std::vector<double>& out) {
       }
       char ack = 0;
       (void)!::recv(fd, &ack, 1, MSG_WAITALL);
-      r.push_back(static_cast<double>(size * count) / gdaki_bench::seconds_since(t0) / 1e9);
+      r.push_back(static_cast<double>(size * count) / fw::seconds_since(t0) / 1e9);
       ::close(fd);
       ::close(l);
       int st = 0;
       ::waitpid(child, &st, 0);
     }
-    out[si] = median(r);
+    out[si] = fw::summarize(r);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gdaki_bench::common_options o;
+  fw::common_options o;
   size_t mib = 512;
   size_t depth = 128;
   size_t cq_mod = 16;
   std::string only = "all";
   CLI::App app{"WRITE bandwidth between two processes over the shm and TCP wires, with memcpy and raw TCP"};
-  gdaki_bench::add_common_options(app, o);
+  fw::add_common_options(app, o);
   app.add_option("--mib-per-run", mib, "MiB written per run and size")->check(CLI::Range(1, 65536))->capture_default_str();
   app.add_option("--sizes", sizes, "message sizes in bytes (the targets are stated for 65536 and 1048576)")
       ->delimiter(',')
@@ -340,7 +330,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const int runs = static_cast<int>(o.runs);
-  const bool json = o.json;
   const size_t bytes = mib << 20;
   for (size_t b : sizes) {
     if (b == 0 || b > buf_bytes) {
@@ -349,33 +338,36 @@ int main(int argc, char** argv) {
     }
   }
   const size_t ns = sizes.size();
-  std::vector<double> shm(ns), shm_cma(ns), tcp(ns), mc(ns), mc_alone(ns), mc_inter(ns), raw(ns);
+  std::vector<fw::stats> shm(ns), shm_cma(ns), tcp(ns), mc(ns), mc_alone(ns), mc_inter(ns), raw(ns);
   const bool all = only == "all", shm_too = all || only == "shm" || only == "map";
+  fw::writer w(o, "wire_bw", "WRITE bandwidth between two processes over the shm and TCP wires",
+               {fw::text("only", only), fw::integer("mib_per_run", mib), fw::integer("depth", depth),
+                fw::integer("cq_mod", cq_mod)},
+               {{"bw", "GB/s (1e9 bytes per second)"}});
+  w.expect_steps(5);
   // The memcpy ceiling twice: alone first, then run by run between the mapped WRITE runs;
   // the ratio is taken against the higher of the two medians (the stricter target).
+  w.step("memcpy alone");
   if (shm_too) memcpy_bench(runs, bytes, mc_alone);
+  w.step("raw tcp");
   if (all || only == "tcp") tcp_bench(runs, bytes, raw);
+  w.step("shm wire, mapped path");
   if (shm_too) wire_bench("shm", true, runs, bytes, depth, cq_mod, shm, &mc_inter);
-  for (size_t si = 0; si < ns; ++si) mc[si] = std::max(mc_alone[si], mc_inter[si]);
+  for (size_t si = 0; si < ns; ++si) mc[si] = mc_alone[si].median >= mc_inter[si].median ? mc_alone[si] : mc_inter[si];
+  w.step("shm wire, cross-process copies");
   if (all || only == "shm") wire_bench("shm", false, runs, bytes, depth, cq_mod, shm_cma);
+  w.step("tcp wire");
   if (all || only == "tcp") wire_bench("tcp", false, runs, bytes, depth, cq_mod, tcp);
-  if (json) {
-    std::printf("{\"runs\": %d, \"depth\": %zu, \"cq_mod\": %zu, \"results\": [", runs, depth, cq_mod);
-    for (size_t si = 0; si < sizes.size(); ++si) {
-      std::printf("%s{\"bytes\": %zu, \"shm_write_gbps\": %.3f, \"shm_cma_write_gbps\": %.3f, \"memcpy_gbps\": %.3f, "
-                  "\"memcpy_alone_gbps\": %.3f, \"memcpy_between_runs_gbps\": %.3f, \"tcp_write_gbps\": %.3f, \"raw_tcp_gbps\": %.3f}",
-                  si ? ", " : "", sizes[si], shm[si], shm_cma[si], mc[si], mc_alone[si], mc_inter[si], tcp[si], raw[si]);
-    }
-    std::printf("]}\n");
-    return 0;
+  // shm: the target's MR in alloc_shared() memory (mapped path); shm_cma: plain memory
+  // (cross-process copies by the target). The shm ratio is the mapped path's.
+  const auto ratio = [](const fw::stats& a, const fw::stats& b) { return b.median > 0 ? a.median / b.median : 0.0; };
+  for (size_t si = 0; si < ns; ++si) {
+    w.add_row({fw::integer("bytes", sizes[si]), fw::figure("shm_write", "GB/s", shm[si], 2),
+               fw::figure("shm_cma_write", "GB/s", shm_cma[si], 2), fw::figure("memcpy", "GB/s", mc[si], 2),
+               fw::number("shm_ratio", ratio(shm[si], mc[si]), 2), fw::figure("tcp_write", "GB/s", tcp[si], 2),
+               fw::figure("raw_tcp", "GB/s", raw[si], 2), fw::number("tcp_ratio", ratio(tcp[si], raw[si]), 2),
+               fw::figure("memcpy_alone", "GB/s", mc_alone[si], 2),
+               fw::figure("memcpy_between_runs", "GB/s", mc_inter[si], 2)});
   }
-  // shm: the target's MR in alloc_shared() memory (mapped path); shm cma: plain memory
-  // (cross-process copies by the target). The ratio is the mapped path's.
-  std::printf("%-9s %10s %10s %12s %8s %10s %12s %8s\n", "size", "shm GB/s", "cma GB/s", "memcpy GB/s", "ratio",
-              "tcp GB/s", "raw tcp GB/s", "ratio");
-  for (size_t si = 0; si < sizes.size(); ++si) {
-    std::printf("%-9s %10.2f %10.2f %12.2f %8.2f %10.2f %12.2f %8.2f\n", size_name(sizes[si]).c_str(), shm[si], shm_cma[si],
-                mc[si], shm[si] / mc[si], tcp[si], raw[si], tcp[si] / raw[si]);
-  }
-  return 0;
+  return w.finish();
 }

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -15,7 +14,6 @@
 
 #include "bench_loopback.hpp"
 #include "bench_options.hpp"
-#include "bench_progress.hpp"
 #include "bench_rendezvous.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
@@ -29,7 +27,6 @@ struct cli_state {
   std::string size;
   std::string sizes;
   bool all_sizes = false;
-  bool no_progress = false, force_progress = false;
   double accept_timeout_s = 120;
 };
 
@@ -153,14 +150,14 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
     }
     ep.connect_remote(m.at("info"), token);
     const run_context ctx{"client (cross-process, wire " + o.wire + ")", ep.device_name(), &o, ep.inline_size()};
-    const bool table = !o.json && !o.csv;
-    const bool table_to_stdout = table || !o.output.empty();
+    const bool table = o.format() == benchfw::output_format::table;
+    const bool table_to_stdout = o.table_to_stdout();
     if (table_to_stdout) std::printf("%s", table_header(ctx, k).c_str());
     run r{k, {}, ep.inline_size()};
     {
-      progress prog(o.progress, sizes.size());
+      benchfw::progress prog("gdaki bench", o.progress, sizes.size(), "sizes");
       for (uint64_t bytes : sizes) {
-        prog.set(std::string(t.name) + " " + size_text(bytes));
+        prog.set(std::string(t.name) + " " + benchfw::size_text(bytes));
         const uint64_t iters = o.iterations ? o.iterations : default_iterations(o, k, bytes);
         const uint64_t warm = o.warmup ? o.warmup : std::clamp<uint64_t>(iters / 10, 1, 1000);
         ep.prepare_size(bytes);
@@ -188,14 +185,7 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
 
 // Writes the JSON or CSV rendering to stdout or -o FILE.
 int emit(const options& o, const run_context& ctx, const std::vector<run>& runs) {
-  const std::string text = o.json ? to_json(ctx, runs) : to_csv(runs);
-  if (o.output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  } else {
-    std::ofstream f(o.output);
-    if (!(f << text)) return fail(exit_failure, "cannot write " + o.output);
-  }
-  return exit_ok;
+  return benchfw::emit(o, "gdaki bench", render(ctx, runs)) == 0 ? exit_ok : exit_failure;
 }
 
 int run_bench(cli_state& c) {
@@ -203,8 +193,6 @@ int run_bench(cli_state& c) {
   if (o.server && !o.server_host.empty()) return fail(exit_usage, "--server and -c HOST exclude each other");
   if (o.qps == 0 || o.threads == 0 || o.blocks == 0) return fail(exit_usage, "-q, --threads and --blocks must be >= 1");
   if (o.threads > 1024) return fail(exit_usage, "--threads is at most 1024 (a CUDA block's limit)");
-  if (c.no_progress) o.progress = 0;
-  if (c.force_progress) o.progress = 1;
 
   std::vector<test_kind> kinds;
   std::vector<std::string> names = o.test_names;
@@ -228,12 +216,12 @@ int run_bench(cli_state& c) {
   uint64_t steps = 0;
   for (test_kind k : kinds) steps += sizes_for(c, info(k)).size();
   std::vector<run> runs;
-  const bool table = !o.json && !o.csv;
+  const bool table = o.format() == benchfw::output_format::table;
   // With -o, the machine-readable output goes to the file and the table still to stdout.
-  const bool table_to_stdout = table || !o.output.empty();
+  const bool table_to_stdout = o.table_to_stdout();
   std::string device;
   {
-    progress prog(o.progress, steps);
+    benchfw::progress prog("gdaki bench", o.progress, steps, "sizes");
     for (test_kind k : kinds) {
       const test_info& t = info(k);
       const std::vector<uint64_t> sizes = sizes_for(c, t);
@@ -249,7 +237,7 @@ int run_bench(cli_state& c) {
       if (table_to_stdout) std::printf("%s", table_header(ctx, k).c_str());
       run r{k, {}, lb->inline_size()};
       for (uint64_t bytes : sizes) {
-        prog.set(std::string(t.name) + " " + size_text(bytes));
+        prog.set(std::string(t.name) + " " + benchfw::size_text(bytes));
         const uint64_t iters = o.iterations ? o.iterations : default_iterations(o, k, bytes);
         const uint64_t warm = o.warmup ? o.warmup : std::clamp<uint64_t>(iters / 10, 1, 1000);
         r.rows.push_back(lb->run_size(bytes, iters, warm));
@@ -333,11 +321,8 @@ command_fn add_bench(CLI::App& app) {
   sub->add_option("--connect-timeout", o.connect_timeout_s, "Seconds to reach the server")->capture_default_str();
   sub->add_option("--accept-timeout", c->accept_timeout_s, "Seconds the server waits for a client")->capture_default_str();
   sub->add_flag("--quick", o.quick, "A short run (a few seconds): 8 B, 4 KiB, 64 KiB, 1 MiB; fewer iterations");
-  sub->add_flag("--json", o.json, "Print one JSON object (docs/bench-schema.json)");
-  sub->add_flag("--csv", o.csv, "Print CSV (bench/plot.py draws it)");
-  sub->add_option("-o,--output", o.output, "Write the JSON/CSV to FILE (the table still goes to stdout)");
-  sub->add_flag("--progress", c->force_progress, "Progress line on stderr from the start");
-  sub->add_flag("--no-progress", c->no_progress, "No progress line (default: after ~3 s)");
+  // --json, --csv, -o, --progress, --no-progress: the options every benchmark shares.
+  benchfw::add_common_options(*sub, o, {.runs = false});
   sub->footer(
       "Tests: write_bw write_lat read_bw read_lat atomic_rate put_signal_bw send_lat send_bw (or all).\n"
       "Loopback (default): both ends in this process on the soft NIC. Across processes or hosts:\n"

@@ -108,10 +108,4 @@ bool parse_sizes(const std::string& text, std::vector<uint64_t>* out, std::strin
   return true;
 }
 
-std::string size_text(uint64_t b) {
-  if (b >= (uint64_t{1} << 20) && b % (uint64_t{1} << 20) == 0) return std::to_string(b >> 20) + "M";
-  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + "K";
-  return std::to_string(b);
-}
-
 }  // namespace gdaki::tool::bench

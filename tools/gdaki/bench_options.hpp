@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_framework.hpp"
+
 namespace gdaki::tool::bench {
 
 enum class test_kind { write_bw, write_lat, read_bw, read_lat, atomic_rate, put_signal_bw, send_lat, send_bw };
@@ -27,7 +29,8 @@ std::optional<test_kind> find_test(const std::string& name);
 
 const char* to_string(scope_kind s);
 
-struct options {
+// --json, --csv, -o and the progress flags are the framework's (benchfw::common_options).
+struct options : benchfw::common_options {
   std::vector<std::string> test_names;  // empty: --quick's pair (write_lat, write_bw)
   std::vector<uint64_t> sizes;          // message sizes in bytes
   uint64_t iterations = 0;              // 0: the test's default, scaled down for big sizes
@@ -49,10 +52,6 @@ struct options {
   uint16_t port = 18515;                // perftest's default port
   double connect_timeout_s = 5;
   bool quick = false;
-  bool json = false;
-  bool csv = false;
-  std::string output;                   // -o FILE: write the JSON/CSV/table there
-  int progress = -1;                    // -1: auto (runs longer than ~3 s), 0: off, 1: on
 };
 
 // Parses "2", "4K", "4k", "4KiB", "1M", "8MiB", "1G", "2B". Returns false with *why
@@ -62,9 +61,6 @@ bool parse_size(const std::string& text, uint64_t* out, std::string* why);
 // Parses a size list: comma-separated sizes or ranges "LO..HI" (powers of two between),
 // or "all" (2 B .. 8 MiB). Returns false with *why.
 bool parse_sizes(const std::string& text, std::vector<uint64_t>* out, std::string* why);
-
-// Human text for a size: 8, 4K, 1M.
-std::string size_text(uint64_t bytes);
 
 inline constexpr uint64_t min_size = 1;
 inline constexpr uint64_t max_size = uint64_t{8} << 20;  // 8 MiB, as the "all"

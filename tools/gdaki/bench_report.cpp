@@ -1,16 +1,10 @@
 // Rendering of `gdaki bench` results (bench_report.hpp).
 #include "bench_report.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <numeric>
-#include <thread>
-
-#include <nlohmann/json.hpp>
 
 namespace gdaki::tool::bench {
 namespace {
@@ -22,17 +16,6 @@ double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
   const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size()))) - 1;
   return sorted[std::min(i, sorted.size() - 1)];
-}
-
-nlohmann::json host_json() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  double load[3] = {0, 0, 0};
-  const int n = getloadavg(load, 3);
-  nlohmann::json h = {{"hostname", name}, {"cpus", std::thread::hardware_concurrency()}};
-  // The machines this runs on are often shared: the load says how far to trust a figure.
-  h["load_average"] = n == 3 ? nlohmann::json::array({load[0], load[1], load[2]}) : nlohmann::json::array();
-  return h;
 }
 
 }  // namespace
@@ -93,64 +76,51 @@ std::string table_row(test_kind kind, const row& r) {
 
 std::string table_footer() { return rule; }
 
-std::string to_json(const run_context& ctx, const std::vector<run>& runs) {
+benchfw::report to_report(const run_context& ctx, const std::vector<run>& runs) {
   const options& o = *ctx.opt;
-  nlohmann::json j;
-  j["tool"] = "gdaki";
-  j["command"] = "bench";
-  j["version"] = GDAKI_VERSION;
-  j["host"] = host_json();
-  j["config"] = {{"provider", o.provider}, {"device", ctx.device},   {"wire", o.wire},
-                 {"mode", ctx.mode},       {"qps", o.qps},           {"blocks", o.blocks},
-                 {"threads", o.threads},   {"scope", to_string(o.scope)}, {"inline_size", o.inline_set ? nlohmann::json(o.inline_size) : nlohmann::json("default")},
-                 {"cq_mod", o.cq_mod},     {"tx_depth", o.tx_depth}};
-  j["units"] = {{"bw", "MB/s (2^20 bytes per second)"}, {"msg_rate", "Mpps"}, {"time", "usec"}};
-  j["runs"] = nlohmann::json::array();
+  benchfw::report rep;
+  rep.command = "bench";
+  rep.config = {benchfw::text("provider", o.provider),
+                benchfw::text("device", ctx.device),
+                benchfw::text("wire", o.wire),
+                benchfw::text("mode", ctx.mode),
+                benchfw::integer("qps", o.qps),
+                benchfw::integer("blocks", o.blocks),
+                benchfw::integer("threads", o.threads),
+                benchfw::text("scope", to_string(o.scope)),
+                o.inline_set ? benchfw::integer("inline_size", o.inline_size) : benchfw::text("inline_size", "default"),
+                benchfw::integer("cq_mod", o.cq_mod),
+                benchfw::integer("tx_depth", o.tx_depth)};
+  rep.units = {{"bw", "MB/s (2^20 bytes per second)"}, {"msg_rate", "Mpps"}, {"time", "usec"}};
   for (const run& r : runs) {
     const test_info& t = info(r.kind);
-    nlohmann::json jr = {{"test", t.name},
-                         {"title", t.title},
-                         {"kind", t.latency ? "latency" : "bandwidth"},
-                         {"inline_size", r.inline_size}};
-    jr["results"] = nlohmann::json::array();
+    benchfw::run fr{t.name, t.title, t.latency ? "latency" : "bandwidth", {benchfw::integer("inline_size", r.inline_size)}, {}};
     for (const row& x : r.rows) {
-      nlohmann::json e = {{"bytes", x.bytes}, {"iterations", x.iterations}, {"messages", x.messages}};
+      benchfw::row w = {benchfw::integer("bytes", x.bytes), benchfw::integer("iterations", x.iterations),
+                        benchfw::integer("messages", x.messages)};
       if (t.latency) {
-        e.update({{"t_min_us", x.t_min},
-                  {"t_max_us", x.t_max},
-                  {"t_typical_us", x.t_typical},
-                  {"t_avg_us", x.t_avg},
-                  {"t_stdev_us", x.t_stdev},
-                  {"t_99_us", x.t_99},
-                  {"t_999_us", x.t_999}});
+        const std::pair<const char*, double> times[] = {
+            {"t_min_us", x.t_min}, {"t_max_us", x.t_max}, {"t_typical_us", x.t_typical}, {"t_avg_us", x.t_avg},
+            {"t_stdev_us", x.t_stdev}, {"t_99_us", x.t_99}, {"t_999_us", x.t_999}};
+        for (const auto& [name, v] : times) w.push_back(benchfw::number(name, v, 3));
       } else {
-        e.update({{"seconds", x.seconds}, {"bw_avg_mbps", x.bw_avg_mbps}, {"msg_rate_mpps", x.msg_rate_mpps}});
+        w.push_back(benchfw::number("seconds", x.seconds, 6));
+        w.push_back(benchfw::number("bw_avg_mbps", x.bw_avg_mbps, 3));
+        w.push_back(benchfw::number("msg_rate_mpps", x.msg_rate_mpps, 6));
       }
-      jr["results"].push_back(e);
+      fr.rows.push_back(std::move(w));
     }
-    j["runs"].push_back(jr);
+    rep.runs.push_back(std::move(fr));
   }
-  return j.dump(2) + "\n";
+  return rep;
 }
 
-std::string to_csv(const std::vector<run>& runs) {
-  std::string s = "test,bytes,iterations,bw_avg_mbps,msg_rate_mpps,t_min_us,t_typical_us,t_avg_us,t_99_us,t_max_us\n";
-  char b[512];
-  for (const run& r : runs) {
-    const test_info& t = info(r.kind);
-    for (const row& x : r.rows) {
-      if (t.latency) {
-        std::snprintf(b, sizeof b, "%s,%llu,%llu,,,%.3f,%.3f,%.3f,%.3f,%.3f\n", t.name,
-                      static_cast<unsigned long long>(x.bytes), static_cast<unsigned long long>(x.iterations), x.t_min,
-                      x.t_typical, x.t_avg, x.t_99, x.t_max);
-      } else {
-        std::snprintf(b, sizeof b, "%s,%llu,%llu,%.3f,%.6f,,,,,\n", t.name, static_cast<unsigned long long>(x.bytes),
-                      static_cast<unsigned long long>(x.iterations), x.bw_avg_mbps, x.msg_rate_mpps);
-      }
-      s += b;
-    }
-  }
-  return s;
+std::string render(const run_context& ctx, const std::vector<run>& runs) {
+  const benchfw::report rep = to_report(ctx, runs);
+  if (ctx.opt->json) return benchfw::to_json(rep);
+  // The columns bench/plot.py reads, both kinds in one table (the other kind's left empty).
+  return benchfw::to_csv(rep, {"bytes", "iterations", "bw_avg_mbps", "msg_rate_mpps", "t_min_us", "t_typical_us",
+                               "t_avg_us", "t_99_us", "t_max_us"});
 }
 
 }  // namespace gdaki::tool::bench

@@ -1,5 +1,6 @@
-// Results of `gdaki bench` and their three renderings: a perftest-style table, one JSON
-// object (docs/bench-schema.json) and CSV (bench/plot.py reads it).
+// Results of `gdaki bench` and their three renderings: a perftest-style table (here), one
+// JSON object (docs/bench-schema.json) and CSV (bench/plot.py reads it), both rendered by
+// the benchmark framework (bench/framework) from the report to_report() makes.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +46,10 @@ std::string table_header(const run_context& ctx, test_kind kind);
 std::string table_row(test_kind kind, const row& r);
 std::string table_footer();
 
-std::string to_json(const run_context& ctx, const std::vector<run>& runs);
-std::string to_csv(const std::vector<run>& runs);
+// The framework's report of these runs: config, units, one run per test, one row per size.
+benchfw::report to_report(const run_context& ctx, const std::vector<run>& runs);
+
+// The JSON (--json) or CSV (--csv, the columns bench/plot.py reads) of these runs.
+std::string render(const run_context& ctx, const std::vector<run>& runs);
 
 }  // namespace gdaki::tool::bench

@@ -1,15 +1,19 @@
-// Progress line for `gdaki bench` (bench_progress.hpp).
-#include "bench_progress.hpp"
-
+// The progress line of the benchmarks (bench_framework.hpp).
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 
-namespace gdaki::tool::bench {
+#include "bench_framework.hpp"
 
-progress::progress(int mode, uint64_t total_steps, double quiet_s)
-    : total_(total_steps), tty_(isatty(STDERR_FILENO) != 0), quiet_s_(mode == 1 ? 0.0 : quiet_s) {
+namespace gdaki::benchfw {
+
+progress::progress(std::string prefix, int mode, uint64_t total_steps, std::string noun, double quiet_s)
+    : prefix_(std::move(prefix)),
+      noun_(std::move(noun)),
+      total_(total_steps),
+      tty_(isatty(STDERR_FILENO) != 0),
+      quiet_s_(mode == 1 ? 0.0 : quiet_s) {
   if (mode != 0) ticker_ = std::thread([this] { loop(); });
 }
 
@@ -52,12 +56,12 @@ void progress::loop() {
     const double el = std::chrono::duration<double>(now - t0).count();
     if (!stop_ && (el < quiet_s_ || what_.empty() || (printed_ && now - last < period))) continue;
     last = now;
-    std::fprintf(stderr, "%s[gdaki bench] %.0f s: %s (%llu/%llu sizes done)%s", tty_ ? "\r\033[K" : "", el,
+    std::fprintf(stderr, "%s[%s] %.0f s: %s (%llu/%llu %s done)%s", tty_ ? "\r\033[K" : "", prefix_.c_str(), el,
                  what_.c_str(), static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
-                 tty_ ? "" : "\n");
+                 noun_.c_str(), tty_ ? "" : "\n");
     std::fflush(stderr);
     printed_ = true;
   }
 }
 
-}  // namespace gdaki::tool::bench
+}  // namespace gdaki::benchfw
