@@ -910,6 +910,65 @@ TEST(security, peers_that_have_not_proved_the_secret_get_a_bounded_share_of_the_
   EXPECT_GT(honest_us, 0) << "the honest peer was not served during the flood";
 }
 
+TEST(security, peers_whose_requests_keep_failing_get_a_bounded_share_of_the_io_thread) {
+  // Three authenticated peers of the job pipeline WRITEs with guessed keys for about a
+  // second (bursts of 100, each answered): every request fails, so each connection is
+  // served from the failing peers' budget, which earns one part in failing_share of the
+  // time that passes (wire.hpp). The I/O thread's time on them must stay within it, an
+  // honest peer is served meanwhile, and no guessed WRITE changes a byte. With the budget
+  // disabled (failing_share 1) the I/O thread spent most of the second on them.
+  victim v;
+  // The policy under test (docs/soft-nic.md): failing peers get at most an eighth.
+  constexpr int64_t share = 8;
+  static_assert(wp::endpoint::failing_share >= share);
+  constexpr int64_t burst = wp::endpoint::handshake_burst_ns;
+  std::vector<std::unique_ptr<rogue_pair>> guessers;
+  for (int i = 0; i < 3; ++i) {
+    guessers.push_back(bound_pair(v));
+    ASSERT_GE(guessers.back()->fd, 0);
+  }
+  const uint64_t spent0 = wp::test_hooks::failing_ns.load();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> answered{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> flood;
+  for (auto& g : guessers) {
+    flood.emplace_back([&, p = g.get()] {
+      std::vector<uint8_t> frames;
+      uint32_t psn = 0, key = 0x9e3779b9u;
+      while (!stop) {
+        frames.clear();
+        for (int k = 0; k < 100; ++k) {
+          key = key * 1664525u + 1013904223u;
+          const auto f = request(send_opcode::rdma_write, p->src, p->ep.qp.qpn(), psn++, v.blob().buf + 8192, key, 64);
+          frames.insert(frames.end(), f.begin(), f.end());
+        }
+        rogue::send_all(p->fd, frames.data(), frames.size());
+        for (int k = 0; k < 100; ++k) {
+          if (!read_answer(p->fd).ok) return;  // unanswered for 3 s: counted as missing below
+          ++answered;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long honest_us = honest_run(v, 20);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  stop = true;
+  for (auto& t : flood) t.join();
+  const int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t spent = static_cast<int64_t>(wp::test_hooks::failing_ns.load() - spent0);
+  std::printf("%.0f ms of guessed-key WRITEs: %llu answered, %.1f ms of the I/O thread spent on them (bound %.1f ms); "
+              "20 honest rounds %ld us\n",
+              elapsed / 1e6, static_cast<unsigned long long>(answered.load()), spent / 1e6,
+              (elapsed / share + burst) / 1e6, honest_us);
+  EXPECT_EQ(answered.load() % 100, 0u) << "a guessed request was never answered";
+  EXPECT_GT(answered.load(), 0u) << "the guessers were never answered";
+  EXPECT_LE(spent, elapsed / share + burst + 10'000'000) << "the failing peers' budget was overspent";
+  EXPECT_GT(honest_us, 0) << "the honest peer was not served during the flood";
+  EXPECT_TRUE(v.untouched(4096)) << "a guessed-key WRITE changed the victim's memory (the honest peer writes below 4 KiB)";
+}
+
 TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_guessed_keys) {
   // Runs of 200 honest rounds (a 4 KiB WRITE and READ each, data checked by the peer),
   // alternately alone and while attackers flood the victim: one dials and fails the

@@ -124,6 +124,13 @@ class endpoint {
   // starting) goes through at once.
   static constexpr int64_t handshake_share = 8;
   static constexpr int64_t handshake_burst_ns = 20'000'000;
+  // The same for authenticated peers whose last request was dropped or failed (a peer
+  // guessing keys, or one whose QP is in ERR and keeps sending): one budget per endpoint,
+  // earning one part in failing_share of the time, at most handshake_burst_ns. While it
+  // is spent such a connection leaves the epoll set until it is earned back, so a peer of
+  // the job that sends what cannot execute takes at most that share from those whose
+  // requests do. An honest peer's occasional error costs it nothing: the burst covers it.
+  static constexpr int64_t failing_share = 8;
 
  private:
   // The I/O loop (docs/soft-nic.md, Security, Availability): rounds in which every
@@ -146,14 +153,17 @@ class endpoint {
   };
   enum class turn : uint8_t { idle, more, closed };
   void run();
-  // Earns handshake time up to now; true while there is some to spend.
-  static bool earn(handshake_budget& b, int64_t now_ns);
-  static void spend(handshake_budget& b, int64_t ns);
+  // Earns time up to now (one part in share of what passed); true while there is some.
+  static bool earn(handshake_budget& b, int64_t now_ns, int64_t share);
+  static void spend(handshake_budget& b, int64_t ns, std::atomic<uint64_t>& counter);
   // While a budget is spent: its listening socket out of the epoll set (park), and back
   // in, with every connection parked meanwhile, once it has been earned again (unpark).
   void park(bool unix_sock);
-  void park_connection(const server_conn& c);
-  void unpark(bool unix_sock);
+  void park_connection(const server_conn& c, handshake_budget& b);
+  // Both put the connections they re-arm on `serve`: one may hold whole frames already
+  // read into its buffer, which no epoll event would announce.
+  void unpark(bool unix_sock, std::vector<int>& serve);
+  void unpark_connections(handshake_budget& b, std::vector<int>& serve);
   void accept_some(int lfd, bool unix_sock);
   void accept_one(int fd, bool unix_sock);
   // Serves up to `budget` frames that have arrived whole (their header; a peer still
@@ -186,7 +196,10 @@ class endpoint {
   // connection is gone or authenticated is skipped. I/O thread only.
   std::deque<std::pair<int, uint64_t>> handshakes_;
   size_t unauthenticated_ = 0;
-  std::array<handshake_budget, 2> budgets_;  // [0] TCP, [1] unix socket; I/O thread only
+  // [0] TCP, [1] unix socket (peers still proving the secret), [2] failing peers
+  // (failing_share); I/O thread only.
+  static constexpr size_t failing_budget = 2;
+  std::array<handshake_budget, 3> budgets_;
   uint64_t next_serial_ = 0;
   std::mutex clients_mu_;
   std::map<address, std::shared_ptr<client_conn>> clients_;

@@ -211,14 +211,21 @@ void endpoint::run() {
     const int64_t now = now_ns();  // one clock read per round for both budgets
     for (const bool unix_sock : {false, true}) {
       handshake_budget& b = budgets_[unix_sock];
-      if (earn(b, now)) {
-        if (b.parked || !b.waiting.empty()) unpark(unix_sock);
+      if (earn(b, now, handshake_share)) {
+        if (b.parked || !b.waiting.empty()) unpark(unix_sock, backlog);
         continue;
       }
       // Spent: its peers still proving the secret wait outside the epoll set until it is
       // earned back (one part in handshake_share of the time that passes).
       if (!b.parked) park(unix_sock);
       const int earned_ms = static_cast<int>(-b.credit_ns * handshake_share / 1'000'000) + 1;
+      until = until < 0 ? earned_ms : std::min(until, earned_ms);
+    }
+    // Failing peers parked while their budget was spent come back once it is earned.
+    if (handshake_budget& f = budgets_[failing_budget]; earn(f, now, failing_share)) {
+      if (!f.waiting.empty()) unpark_connections(f, backlog);
+    } else if (!f.waiting.empty()) {
+      const int earned_ms = static_cast<int>(-f.credit_ns * failing_share / 1'000'000) + 1;
       until = until < 0 ? earned_ms : std::min(until, earned_ms);
     }
     // Work left over (bytes already buffered, or a turn cut short): look, do not wait.
@@ -234,7 +241,7 @@ void endpoint::run() {
         if (b.credit_ns <= 0) continue;  // parked after this wait returned
         const int64_t t0 = now_ns();
         accept_some(fd, fd == unix_fd_);
-        spend(b, now_ns() - t0);
+        spend(b, now_ns() - t0, test_hooks::handshake_ns);
       } else {
         round.push_back(fd);
       }
@@ -267,7 +274,20 @@ void endpoint::run() {
         later.push_back(it->second.get());
         continue;
       }
-      serve(*it->second, it->second->unproductive ? frames_per_unproductive_turn : frames_per_turn);
+      server_conn& c = *it->second;
+      if (!c.unproductive) {
+        serve(c, frames_per_turn);
+        continue;
+      }
+      // Its last request failed: a short turn, paid from the failing peers' budget.
+      handshake_budget& f = budgets_[failing_budget];
+      if (f.credit_ns <= 0) {
+        park_connection(c, f);
+        continue;
+      }
+      const int64_t t0 = now_ns();
+      serve(c, frames_per_unproductive_turn);  // may close c
+      spend(f, now_ns() - t0, test_hooks::failing_ns);
     }
     int handshakes = handshakes_per_round;
     for (server_conn* c : later) {
@@ -277,26 +297,26 @@ void endpoint::run() {
       }
       handshake_budget& b = budgets_[c->unix_sock];
       if (b.credit_ns <= 0) {
-        park_connection(*c);
+        park_connection(*c, b);
         continue;
       }
       --handshakes;
       const int64_t t0 = now_ns();
       serve(*c, 1);  // may close c
-      spend(b, now_ns() - t0);
+      spend(b, now_ns() - t0, test_hooks::handshake_ns);
     }
   }
 }
 
-bool endpoint::earn(handshake_budget& b, int64_t now) {
-  b.credit_ns = std::min(handshake_burst_ns, b.credit_ns + (now - b.at_ns) / handshake_share);
+bool endpoint::earn(handshake_budget& b, int64_t now, int64_t share) {
+  b.credit_ns = std::min(handshake_burst_ns, b.credit_ns + (now - b.at_ns) / share);
   b.at_ns = now;
   return b.credit_ns > 0;
 }
 
-void endpoint::spend(handshake_budget& b, int64_t ns) {
+void endpoint::spend(handshake_budget& b, int64_t ns, std::atomic<uint64_t>& counter) {
   b.credit_ns -= ns;
-  test_hooks::handshake_ns.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
+  counter.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
 }
 
 void endpoint::park(bool unix_sock) {
@@ -307,12 +327,12 @@ void endpoint::park(bool unix_sock) {
   budgets_[unix_sock].parked = true;
 }
 
-void endpoint::park_connection(const server_conn& c) {
+void endpoint::park_connection(const server_conn& c, handshake_budget& b) {
   ::epoll_ctl(ep_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
-  budgets_[c.unix_sock].waiting.emplace_back(c.fd, c.serial);
+  b.waiting.emplace_back(c.fd, c.serial);
 }
 
-void endpoint::unpark(bool unix_sock) {
+void endpoint::unpark(bool unix_sock, std::vector<int>& serve) {
   handshake_budget& b = budgets_[unix_sock];
   const int lfd = unix_sock ? unix_fd_ : tcp_fd_;
   if (b.parked && lfd >= 0) {
@@ -321,6 +341,11 @@ void endpoint::unpark(bool unix_sock) {
     ev.data.fd = lfd;
     ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, lfd, &ev);
   }
+  unpark_connections(b, serve);
+  b.parked = false;
+}
+
+void endpoint::unpark_connections(handshake_budget& b, std::vector<int>& serve) {
   for (const auto& [fd, serial] : b.waiting) {
     // Closed meanwhile (its time ran out) or the number reused: not ours to re-arm.
     auto it = conns_.find(fd);
@@ -329,9 +354,9 @@ void endpoint::unpark(bool unix_sock) {
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.fd = fd;
     ::epoll_ctl(ep_fd_, EPOLL_CTL_ADD, fd, &ev);
+    serve.push_back(fd);
   }
   b.waiting.clear();
-  b.parked = false;
 }
 
 void endpoint::accept_some(int lfd, bool unix_sock) {

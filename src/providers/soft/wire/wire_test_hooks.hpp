@@ -27,6 +27,10 @@ extern std::atomic<bool> refuse_cma;
 // (accepting them, their handshake frames, refusing and closing them): what the handshake
 // budget bounds (wire.hpp, handshake_share). Counted, never read, by the library.
 extern std::atomic<uint64_t> handshake_ns;
+// Nanoseconds they spent serving authenticated peers whose last request was dropped or
+// failed (a bad key, a QP in ERR, out of sequence): what the budget for failing peers
+// bounds (wire.hpp, failing_share). Counted, never read, by the library.
+extern std::atomic<uint64_t> failing_ns;
 
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
