@@ -28,29 +28,25 @@ namespace gdaki::dev {
 template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status dma_memcpy(qp_handle& queue, uint64_t dst, uint32_t dst_key, uint64_t src, uint32_t src_key,
                                   uint64_t bytes, uint64_t* ticket, uint32_t flags = op_flags::none,
-                                  uint64_t timeout_ns = wait_forever) {
-  return put<Scope, S>(queue, remote_ptr{dst, dst_key}, local_ptr{src, src_key}, bytes, ticket, flags, timeout_ns);
-}
+                                  uint64_t timeout_ns = wait_forever);
 
 // Non-blocking check of a copy's ticket. Returns ok (this copy and every earlier one on
 // the queue are in place), again (not yet) or io_error (this or an earlier copy failed:
 // dma_last_error says why; the queue is in ERR and later copies are flushed).
-GDAKI_HD inline status dma_test(qp_handle& queue, uint64_t ticket) { return test(queue, ticket); }
+GDAKI_HD inline status dma_test(qp_handle& queue, uint64_t ticket);
 
 // Waits for a copy's ticket. Returns ok, io_error (as dma_test) or timeout.
-GDAKI_HD inline status dma_wait(qp_handle& queue, uint64_t ticket, uint64_t timeout_ns = wait_forever) {
-  return wait(queue, ticket, timeout_ns);
-}
+GDAKI_HD inline status dma_wait(qp_handle& queue, uint64_t ticket, uint64_t timeout_ns = wait_forever);
 
 // Every copy posted on the queue so far (by any thread) is complete, unsignalled ones
 // too. Returns ok, io_error or timeout.
 template <typename Scope = scope_thread, sharing S = sharing::grid>
-GDAKI_HD inline status dma_quiet(qp_handle& queue, uint64_t timeout_ns = wait_forever) {
-  return quiet<Scope, S>(queue, timeout_ns);
-}
+GDAKI_HD inline status dma_quiet(qp_handle& queue, uint64_t timeout_ns = wait_forever);
 
 // The queue's first failure: the CQE syndrome (local_prot for a bad or too short source,
 // remote_access for a bad or too short destination) and the failing WQE's first WQEBB.
-GDAKI_HD inline op_error dma_last_error(const qp_handle& queue) { return last_error(queue); }
+GDAKI_HD inline op_error dma_last_error(const qp_handle& queue);
 
 }  // namespace gdaki::dev
+
+#include "gdaki/device/impl/dma.hpp"  // the definitions of the functions declared above

@@ -13,24 +13,15 @@ namespace gdaki::dev {
 // True when a precedes b on a ring whose counters are `bits` wide (wrap-safe, valid while
 // the two are less than half the counter range apart).
 template <unsigned bits>
-GDAKI_HD constexpr bool ring_before(uint64_t a, uint64_t b) {
-  static_assert(bits >= 1 && bits <= 64, "counter width must be 1..64 bits");
-  if constexpr (bits == 64) {
-    return static_cast<int64_t>(a - b) < 0;
-  } else {
-    const uint64_t mask = (uint64_t{1} << bits) - 1;
-    const uint64_t d = (a - b) & mask;
-    return d != 0 && d >= (uint64_t{1} << (bits - 1));
-  }
-}
+GDAKI_HD constexpr bool ring_before(uint64_t a, uint64_t b);
 
 // Distance from b forward to a on a 16-bit ring.
-GDAKI_HD constexpr uint16_t wrap16_distance(uint64_t a, uint64_t b) { return static_cast<uint16_t>(a - b); }
+GDAKI_HD constexpr uint16_t wrap16_distance(uint64_t a, uint64_t b);
 
 // Rebuilds the full counter that a 16-bit value names, given a full counter `reference`
 // that is at or after it and fewer than 65536 steps ahead.
-GDAKI_HD constexpr uint64_t widen16(uint64_t reference, uint16_t value) {
-  return reference - static_cast<uint16_t>(static_cast<uint16_t>(reference) - value);
-}
+GDAKI_HD constexpr uint64_t widen16(uint64_t reference, uint16_t value);
 
 }  // namespace gdaki::dev
+
+#include "gdaki/device/impl/ring.hpp"  // the definitions of the functions declared above

@@ -32,52 +32,31 @@ struct semaphore_handle {
 // Bytes a slot needs for `payload_bytes` of payload: header plus payload, rounded up to a
 // cache line so neighbouring slots never share one (producer and consumer of different
 // slots would otherwise contend).
-GDAKI_HD constexpr uint32_t semaphore_stride(uint32_t payload_bytes) { return (8 + payload_bytes + 63) / 64 * 64; }
+GDAKI_HD constexpr uint32_t semaphore_stride(uint32_t payload_bytes);
 
 // The payload of slot `i` (payload_bytes long, 8-byte aligned). Returns the pointer.
-GDAKI_HD inline void* semaphore_payload(const semaphore_handle& s, uint32_t i) {
-  return s.slots + static_cast<uint64_t>(i) * s.stride + 8;
-}
+GDAKI_HD inline void* semaphore_payload(const semaphore_handle& s, uint32_t i);
 
 // Sets slot i's status. Release: every store to the payload before this call is visible
 // to the side that reads the status with semaphore_get_status. Returns ok, or invalid
 // for i out of range.
-GDAKI_HD inline status semaphore_set_status(const semaphore_handle& s, uint32_t i, semaphore_status st) {
-  if (i >= s.count) return status::invalid;
-  arch::store_release(reinterpret_cast<uint32_t*>(s.slots + static_cast<uint64_t>(i) * s.stride),
-                      static_cast<uint32_t>(st));
-  return status::ok;
-}
+GDAKI_HD inline status semaphore_set_status(const semaphore_handle& s, uint32_t i, semaphore_status st);
 
 // Slot i's status (acquire: the payload the setter wrote is visible after it). i must be
 // below s.count. Returns the status.
-GDAKI_HD inline semaphore_status semaphore_get_status(const semaphore_handle& s, uint32_t i) {
-  return static_cast<semaphore_status>(
-      arch::load_acquire(reinterpret_cast<const uint32_t*>(s.slots + static_cast<uint64_t>(i) * s.stride)));
-}
+GDAKI_HD inline semaphore_status semaphore_get_status(const semaphore_handle& s, uint32_t i);
 
 // Moves slot i from `expected` to `desired` atomically, so that one of several consumers
 // (or producers) wins a slot. Returns ok, again (the status was not `expected`), or
 // invalid for i out of range.
 GDAKI_HD inline status semaphore_transition(const semaphore_handle& s, uint32_t i, semaphore_status expected,
-                                            semaphore_status desired) {
-  if (i >= s.count) return status::invalid;
-  auto* word = reinterpret_cast<uint32_t*>(s.slots + static_cast<uint64_t>(i) * s.stride);
-  return arch::compare_swap(word, static_cast<uint32_t>(expected), static_cast<uint32_t>(desired)) ? status::ok
-                                                                                                  : status::again;
-}
+                                            semaphore_status desired);
 
 // Waits until slot i's status is `want` (up to timeout_ns; wait_forever = no limit).
 // Returns ok, timeout, or invalid for i out of range.
 GDAKI_HD inline status semaphore_wait_status(const semaphore_handle& s, uint32_t i, semaphore_status want,
-                                             uint64_t timeout_ns = wait_forever) {
-  if (i >= s.count) return status::invalid;
-  const uint64_t start = timeout_ns == wait_forever ? 0 : arch::clock_ns();
-  for (uint32_t it = 0; semaphore_get_status(s, i) != want; ++it) {
-    if (timeout_ns != wait_forever && arch::clock_ns() - start >= timeout_ns) return status::timeout;
-    arch::spin_pause(it);
-  }
-  return status::ok;
-}
+                                             uint64_t timeout_ns = wait_forever);
 
 }  // namespace gdaki::dev
+
+#include "gdaki/device/impl/semaphore.hpp"  // the definitions of the functions declared above

@@ -33,98 +33,19 @@ inline constexpr uint64_t wait_forever = ~uint64_t{0};
 // read from its own control segment, which cannot be reused before the CQE is claimed.
 // Error CQEs also latch the first failure (err_state: index and syndrome in one word).
 // Returns ok with *out filled, or again when no CQE is waiting.
-namespace detail {
-// Reads the size of the WQE a send CQE names, while the CQE is not yet claimed (so the
-// WQE's slot can not have been reused).
-//
-// The read is speculative, seqlock style: if another poller claims this CQE first, the
-// slot may be re-filled by a poster while we read it, and the value is discarded when our
-// claim (the CAS on ci) fails; when the claim succeeds nobody can have claimed this or a
-// later CQE, so the slot was not reused and the value is right. The discarded reads race
-// with the poster's plain WQE stores by design, so ThreadSanitizer is told to skip this
-// one function (found by the device tests under TSan: tests/device).
-// (GDAKI_SPECULATIVE_READ: cq.hpp.)
-struct wqe_size_peek {
-  const qp_handle* qp;
-  uint64_t first = 0;
-  uint32_t nbb = 1;
-  GDAKI_HD GDAKI_SPECULATIVE_READ void operator()(const completion& c) {
-    // Widened against sq_ready, which every WQE the NIC can have run lies below: ready is
-    // released before the doorbell record that exposes those WQEs, and the CQE (acquired
-    // by the caller) is written after the NIC read that record. (Fix: this used sq_rung,
-    // which the submitter stores only AFTER the doorbell record; a CQE for the second WQE
-    // of a batch arriving in between widened 65,536 WQEBBs back and was lost or, worse,
-    // settled every ticket: core_widening.*, tests/core.)
-    first = widen16(arch::local::load_acquire(&qp->sq_ready), c.wqe_counter);
-    const auto* ctrl = reinterpret_cast<const prm::ctrl_seg*>(
-        qp->sq_buf + ((first & (sq_wqebbs(*qp) - 1)) << prm::wqebb_shift));
-    nbb = prm::wqebbs_for_ds(prm::from_be(ctrl->qpn_ds) & 0x3f);
-    if (nbb == 0) nbb = 1;
-  }
-};
-}  // namespace detail
-
-GDAKI_HD inline status sq_poll(qp_handle& qp, completion* out) {
-  detail::wqe_size_peek peek{&qp};
-  uint64_t pos = 0;
-  status st = cq_poll_one(*qp.send_cq, out, &pos, peek);
-#if !defined(__CUDA_ARCH__)
-  if (st == status::again && qp.host_poll_hook != nullptr) {
-    qp.host_poll_hook(qp.host_hook_ctx);  // may write CQEs (a CPU thread drives the NIC)
-    st = cq_poll_one(*qp.send_cq, out, &pos, peek);
-  }
-#endif
-  const uint64_t first = peek.first;
-  const uint32_t nbb = peek.nbb;
-  if (st != status::ok) return st;
-  if (!out->ok()) {
-    // The lowest failing WQE wins, with its own syndrome, in one word.
-    const uint64_t mine = err_pack(first, out->syndrome);
-    uint64_t cur = arch::local::load_acquire(&qp.err_state);
-    bool won = false;
-    while (first < err_index_of(cur) && !(won = arch::local::compare_swap(&qp.err_state, cur, mine))) {
-      cur = arch::local::load_acquire(&qp.err_state);
-    }
-    if (won) arch::local::store_relaxed(&qp.err_vendor_syndrome, out->vendor_syndrome);
-  }
-  arch::local::fetch_max(&qp.sq_completed, first + nbb);
-  return status::ok;
-}
+GDAKI_HD inline status sq_poll(qp_handle& qp, completion* out);
 
 // Drains every waiting send CQE. Returns how many were consumed.
-GDAKI_HD inline uint32_t sq_progress(qp_handle& qp) {
-  completion c;
-  uint32_t n = 0;
-  while (sq_poll(qp, &c) == status::ok) ++n;
-  return n;
-}
+GDAKI_HD inline uint32_t sq_progress(qp_handle& qp);
 
 // Status of the WQEs that end at or before `ticket` (a free-running WQEBB count, as
 // returned by the posting calls): ok once the NIC finished them all without error,
 // io_error if one of them failed or was flushed, again if not yet complete.
-GDAKI_HD inline status sq_test(qp_handle& qp, uint64_t ticket) {
-  if (arch::local::load_acquire(&qp.sq_completed) < ticket) {
-    sq_progress(qp);
-    if (arch::local::load_acquire(&qp.sq_completed) < ticket) {
-      // An error CQE names the failing WQE; in ERR the rest are flushed one CQE each, so
-      // a ticket behind the failure is settled as an error even before its flush arrives.
-      return err_index_of(arch::local::load_acquire(&qp.err_state)) < ticket ? status::io_error : status::again;
-    }
-  }
-  return err_index_of(arch::local::load_acquire(&qp.err_state)) < ticket ? status::io_error : status::ok;
-}
+GDAKI_HD inline status sq_test(qp_handle& qp, uint64_t ticket);
 
 // Waits until sq_test(ticket) is not again, or timeout_ns passes (wait_forever = no limit).
 // Returns ok, io_error or timeout.
-GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns = wait_forever) {
-  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
-  for (uint32_t i = 0;; ++i) {
-    const status st = sq_test(qp, ticket);
-    if (st != status::again) return st;
-    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-    arch::spin_pause(i);
-  }
-}
+GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns = wait_forever);
 
 // ---------------------------------------------------------------------------------------
 // Reserve, mark ready, submit
@@ -132,24 +53,12 @@ GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_
 
 // Hands out nbb contiguous WQEBBs (thread-safe). Returns the first one's counter. The
 // slots may still hold WQEs the NIC has not finished: call sq_wait_space before writing.
-GDAKI_HD GDAKI_FORCEINLINE uint64_t sq_reserve(qp_handle& qp, uint32_t nbb) {
-  return arch::local::fetch_add(&qp.sq_reserved, nbb);
-}
+GDAKI_HD GDAKI_FORCEINLINE uint64_t sq_reserve(qp_handle& qp, uint32_t nbb);
 
 // Flow control: waits until WQEBBs [start, start + nbb) no longer hold unfinished WQEs,
 // polling the send CQ meanwhile. Returns ok, or timeout (the QP then can not make
 // progress: its peer is gone or nothing signalled was posted in a ring's worth of WQEBBs).
-GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb, uint64_t timeout_ns = wait_forever) {
-  const uint64_t need = start + nbb - sq_wqebbs(qp);  // completed must reach this
-  if (start + nbb <= sq_wqebbs(qp) || arch::local::load_acquire(&qp.sq_completed) >= need) return status::ok;
-  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
-  for (uint32_t i = 0; arch::local::load_acquire(&qp.sq_completed) < need; ++i) {
-    if (sq_progress(qp) != 0) continue;
-    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-    arch::spin_pause(i);
-  }
-  return status::ok;
-}
+GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb, uint64_t timeout_ns = wait_forever);
 
 // Reserves nbb WQEBBs, waiting at most timeout_ns for them to be free. A reservation can
 // not be taken back (every later poster waits in sq_mark_ready for the slots below its
@@ -162,132 +71,16 @@ GDAKI_HD inline status sq_wait_space(qp_handle& qp, uint64_t start, uint32_t nbb
 // A bounded shared wait for a large reservation can lose the room to smaller posters that
 // arrive meanwhile; it then times out with nothing reserved (docs/device-api.md).
 template <bool Exclusive = false>
-GDAKI_HD inline status sq_reserve_space(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
-  if constexpr (Exclusive) {
-    const uint64_t cur = arch::local::load_relaxed(&qp.sq_reserved);
-    const status st = sq_wait_space(qp, cur, nbb, timeout_ns);
-    if (st != status::ok) return st;
-    arch::local::store_relaxed(&qp.sq_reserved, cur + nbb);
-    *start = cur;
-    return status::ok;
-  } else {
-    if (timeout_ns == wait_forever) {
-      *start = sq_reserve(qp, nbb);
-      return sq_wait_space(qp, *start, nbb);
-    }
-    const uint64_t ring = sq_wqebbs(qp);
-    const uint64_t t0 = arch::clock_ns();
-    for (uint32_t i = 0;; ++i) {
-      const uint64_t cur = arch::local::load_relaxed(&qp.sq_reserved);
-      if (cur + nbb <= ring + arch::local::load_acquire(&qp.sq_completed)) {
-        if (arch::local::compare_swap(&qp.sq_reserved, cur, cur + nbb)) {
-          *start = cur;
-          return status::ok;
-        }
-        continue;  // another poster took it first: look again
-      }
-      if (sq_progress(qp) != 0) continue;
-      if (arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-      arch::spin_pause(i);
-    }
-  }
-}
+GDAKI_HD inline status sq_reserve_space(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns);
 
 // Reserve plus flow control in one call: *start receives the first WQEBB. Returns ok,
 // invalid (nbb larger than the QP allows) or timeout (then nothing is reserved).
-GDAKI_HD inline status sq_acquire(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns = wait_forever) {
-  *start = 0;  // defined on every path, so callers never read an indeterminate value
-  if (nbb == 0 || nbb > qp.max_send_wqebbs || nbb > sq_wqebbs(qp)) return status::invalid;
-  return sq_reserve_space(qp, nbb, start, timeout_ns);
-}
+GDAKI_HD inline status sq_acquire(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns = wait_forever);
 
 // Declares WQEBBs [start, start + nbb) fully written. Ready advances in reservation
 // order, so this waits for every earlier reservation to be marked first: a doorbell can
 // then never cover a slot that is still being written.
-GDAKI_HD inline void sq_mark_ready(qp_handle& qp, uint64_t start, uint32_t nbb) {
-  for (uint32_t i = 0; arch::local::load_acquire(&qp.sq_ready) != start; ++i) arch::spin_pause(i);
-  // Release: the WQE bytes written by this thread happen-before the new ready value, so
-  // whichever thread rings for it (after an acquire of ready) publishes complete WQEs.
-  arch::local::store_release(&qp.sq_ready, start + nbb);
-}
-
-namespace detail {
-// The synthetic doorbell word DOCA / NVSHMEM write: ctrl bytes 0..7 with wqe_index = pc,
-// opcode 0, DS 0 (PRM 3.2). As a little-endian 64-bit store the first BE32 is the low half.
-GDAKI_HD constexpr uint64_t doorbell_word(uint32_t qpn, uint64_t pc) {
-  return static_cast<uint64_t>(prm::to_be32(static_cast<uint32_t>(pc & 0xffff) << 8).raw) |
-         (static_cast<uint64_t>(prm::to_be32(qpn << 8).raw) << 32);
-}
-
-// Takes the doorbell lock if it is free; never waits (sq_submit's combining protocol).
-GDAKI_HD inline bool try_lock(uint32_t* l) { return arch::local::compare_swap(l, 0u, 1u); }
-GDAKI_HD inline void unlock(uint32_t* l) { arch::local::store_release(l, 0u); }
-
-// BlueFlame: copy the WQE that starts at `first` (64-byte chunks, wrapping at the ring
-// end) into the BF register with 8-byte stores. The WQE is also in the ring, so a NIC
-// that ignores the copy still executes it.
-GDAKI_HD inline void blueflame_copy(qp_handle& qp, uint64_t first, uint32_t nbb) {
-  for (uint32_t b = 0; b < nbb; ++b) {
-    const auto* src = reinterpret_cast<const uint64_t*>(qp.sq_buf + (((first + b) & (sq_wqebbs(qp) - 1)) << 6));
-    auto* dst = reinterpret_cast<uint64_t*>(qp.bf_reg + b * 64);
-    for (uint32_t w = 0; w < 8; ++w) arch::doorbell_store64(dst + w, src[w]);
-  }
-}
-}  // namespace detail
-
-namespace detail {
-// Publishes every ready WQEBB: DBR[snd] = ready, then the doorbell (unless the QP is in
-// CPU-assisted mode, where a CPU service rings). The caller is the only thread doing this
-// on the QP (it holds db_lock, or it is the sole poster). Returns whether it published.
-GDAKI_HD inline bool publish_ready(qp_handle& qp) {
-  const uint64_t prev = arch::local::load_relaxed(&qp.sq_rung);
-  const uint64_t pc = arch::local::load_acquire(&qp.sq_ready);
-  if (pc == prev) return false;
-  // BlueFlame only: the size of the first new WQE, read BEFORE the DBR store. Until then
-  // the NIC cannot have run it, so its slot cannot have been re-filled. (Fix: this used
-  // to be read after the DBR store, and in every doorbell mode; by then the NIC may have
-  // executed the WQE, another thread polled its CQE and a poster reused the slot: a data
-  // race found by the device tests under TSan, and a wrong size for BlueFlame.)
-  uint32_t first_nbb = 0;
-  if (qp.db_mode == doorbell_mode::blueflame) {
-    const auto* ctrl = reinterpret_cast<const prm::ctrl_seg*>(qp.sq_buf + ((prev & (sq_wqebbs(qp) - 1)) << 6));
-    first_nbb = prm::wqebbs_for_ds(prm::from_be(ctrl->qpn_ds) & 0x3f);
-  }
-  // (1) WQE stores (ours, and other threads' via their release of ready and our
-  //     acquire above) before the DBR store the NIC acquires.
-  arch::fence_to_device();
-  arch::store_release(&qp.dbrec->snd.raw, prm::to_be32(static_cast<uint32_t>(pc & 0xffff)).raw);
-  arch::local::store_release(&qp.sq_rung, pc);
-  if (qp.db_mode != doorbell_mode::cpu_assisted) {
-    // (2) DBR store before the MMIO doorbell: a NIC woken by the doorbell reads the DBR.
-    arch::fence_before_mmio();
-    if (qp.db_mode == doorbell_mode::blueflame && qp.bf_reg != nullptr && prev + first_nbb == pc &&
-        first_nbb * 64 <= qp.bf_size) {
-      detail::blueflame_copy(qp, prev, first_nbb);  // exactly one WQE: BlueFlame it
-      // Drain the write-combined copy inside db_lock, so the next holder's copy to the
-      // same register can not merge with ours (rdma-core's mmio_flush_writes after
-      // mlx5_bf_copy, under the BF lock).
-      arch::fence_after_mmio();
-    } else {
-      arch::doorbell_store64(qp.uar_db, detail::doorbell_word(qp.qpn, pc));
-    }
-  }
-  return true;
-}
-
-// After a doorbell: a provider that executes on the ringing CPU thread (the soft NIC) does
-// so now. In cpu_assisted mode (no doorbell here) the service that rings calls it instead
-// (proxy/doorbell_service.hpp). Never on the GPU.
-GDAKI_HD inline void after_doorbell(qp_handle& qp) {
-#if !GDAKI_DEVICE_PASS
-  if (qp.host_doorbell_hook != nullptr && qp.db_mode != doorbell_mode::cpu_assisted) {
-    qp.host_doorbell_hook(qp.host_hook_ctx);
-  }
-#else
-  (void)qp;
-#endif
-}
-}  // namespace detail
+GDAKI_HD inline void sq_mark_ready(qp_handle& qp, uint64_t start, uint32_t nbb);
 
 // Publishes every ready WQEBB (detail::publish_ready), keeping DBR values and doorbells
 // monotone across threads. Shared = false: the caller is the QP's only poster
@@ -301,81 +94,27 @@ GDAKI_HD inline void after_doorbell(qp_handle& qp) {
 // (store->load) at least one of the two sees the other's store, so no ready WQE is left
 // unpublished (core_reservation / device shared-QP stress tests, tests/gpu 8x128).
 template <bool Shared = true>
-GDAKI_HD inline void sq_submit(qp_handle& qp) {
-  if constexpr (!Shared) {
-    if (detail::publish_ready(qp)) detail::after_doorbell(qp);
-  } else {
-    arch::local::fence_full();  // our ready store before our read of the lock
-    while (detail::try_lock(&qp.db_lock)) {
-      const bool rang = detail::publish_ready(qp);
-      detail::unlock(&qp.db_lock);
-      if (rang) detail::after_doorbell(qp);
-      arch::local::fence_full();  // the unlock before the re-read of ready
-      if (arch::local::load_acquire(&qp.sq_ready) == arch::local::load_relaxed(&qp.sq_rung)) break;
-    }
-  }
-}
+GDAKI_HD inline void sq_submit(qp_handle& qp);
 
 // Marks [start, start + nbb) ready and submits. Returns the ticket for sq_wait/sq_test.
-GDAKI_HD inline uint64_t sq_commit(qp_handle& qp, uint64_t start, uint32_t nbb) {
-  sq_mark_ready(qp, start, nbb);
-  sq_submit(qp);
-  return start + nbb;
-}
+GDAKI_HD inline uint64_t sq_commit(qp_handle& qp, uint64_t start, uint32_t nbb);
 
 // Everything posted so far is complete: posts a signalled NOP (the only way to learn the
 // fate of unsignalled WQEs) and waits for it. Returns ok, io_error or timeout.
-GDAKI_HD inline status sq_quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever) {
-  uint64_t start;
-  const status st = sq_acquire(qp, 1, &start, timeout_ns);
-  if (st != status::ok) return st;
-  prepare_nop(qp, start, prm::ctrl_flags::cq_update);
-  return sq_wait(qp, sq_commit(qp, start, 1), timeout_ns);
-}
+GDAKI_HD inline status sq_quiet(qp_handle& qp, uint64_t timeout_ns = wait_forever);
 
 // ---------------------------------------------------------------------------------------
 // Receive queue
 // ---------------------------------------------------------------------------------------
 
 // Consumes one receive CQE and retires the receive WQE it names. Returns ok or again.
-GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out) {
-  uint64_t pos;
-  no_peek peek;
-  const status st = cq_poll_one(*qp.recv_cq, out, &pos, peek);
-  if (st != status::ok) return st;
-  const uint64_t full = widen16(arch::local::load_acquire(&qp.rq_ready), out->wqe_counter);
-  arch::local::fetch_max(&qp.rq_completed, full + 1);
-  return status::ok;
-}
+GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out);
 
 // Posts one receive WQE scattering into sgl[0..num_sge). Thread-safe; the RQ doorbell
 // record is written in posting order. Returns ok, again (RQ full) or invalid (too many
 // entries for the stride).
-GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge) {
-  const uint32_t slots = (1u << qp.log_rq_stride) / 16;
-  if (num_sge > slots) return status::invalid;
-  uint64_t idx = arch::local::load_acquire(&qp.rq_reserved);
-  do {
-    if (idx - arch::local::load_acquire(&qp.rq_completed) >= rq_wqes(qp)) return status::again;
-  } while (!arch::local::compare_swap(&qp.rq_reserved, idx, idx + 1));
-  auto* seg = reinterpret_cast<prm::data_seg*>(qp.rq_buf + ((idx & (rq_wqes(qp) - 1)) << qp.log_rq_stride));
-  for (uint32_t i = 0; i < num_sge; ++i) {
-    seg[i].byte_count = prm::to_be32(sgl[i].length);
-    seg[i].lkey = prm::to_be32(sgl[i].lkey);
-    seg[i].addr = prm::to_be64(sgl[i].addr);
-  }
-  if (num_sge < slots) {  // terminator: a zero-length entry with the invalid lkey
-    seg[num_sge].byte_count = prm::to_be32(0);
-    seg[num_sge].lkey = prm::to_be32(prm::invalid_lkey);
-    seg[num_sge].addr = prm::to_be64(0);
-  }
-  for (uint32_t i = 0; arch::local::load_acquire(&qp.rq_ready) != idx; ++i) arch::spin_pause(i);
-  // Receive WQE bytes before the DBR word that exposes them; the DBR store comes before
-  // our release of rq_ready, so the next poster's DBR store is ordered after ours.
-  arch::fence_to_device();
-  arch::store_release(&qp.dbrec->rcv.raw, prm::to_be32(static_cast<uint32_t>((idx + 1) & 0xffff)).raw);
-  arch::local::store_release(&qp.rq_ready, idx + 1);
-  return status::ok;
-}
+GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge);
 
 }  // namespace gdaki::dev
+
+#include "gdaki/device/impl/sq.hpp"  // the definitions of the functions declared above
