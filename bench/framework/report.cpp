@@ -72,41 +72,39 @@ std::string pad(const std::string& s, size_t w, bool left) {
   return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
 }
 
+// A cell's common part; each factory below fills in its value.
+cell named(std::string name, cell::type t, int precision = 3, std::string unit = {}) {
+  cell c;
+  c.name = std::move(name);
+  c.t = t;
+  c.precision = precision;
+  c.unit = std::move(unit);
+  return c;
+}
+
 }  // namespace
 
 cell integer(std::string name, uint64_t v) {
-  cell c;
-  c.name = std::move(name);
-  c.t = cell::type::integer;
+  cell c = named(std::move(name), cell::type::integer);
   c.i = v;
   return c;
 }
 
 cell text(std::string name, std::string v) {
-  cell c;
-  c.name = std::move(name);
-  c.t = cell::type::text;
+  cell c = named(std::move(name), cell::type::text);
   c.s = std::move(v);
   return c;
 }
 
 cell number(std::string name, double v, int precision, std::string unit) {
-  cell c;
-  c.name = std::move(name);
-  c.t = cell::type::number;
+  cell c = named(std::move(name), cell::type::number, precision, std::move(unit));
   c.d = v;
-  c.precision = precision;
-  c.unit = std::move(unit);
   return c;
 }
 
 cell figure(std::string name, std::string unit, const stats& s, int precision) {
-  cell c;
-  c.name = std::move(name);
-  c.t = cell::type::stats;
+  cell c = named(std::move(name), cell::type::stats, precision, std::move(unit));
   c.st = s;
-  c.precision = precision;
-  c.unit = std::move(unit);
   return c;
 }
 

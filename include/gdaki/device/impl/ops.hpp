@@ -187,56 +187,47 @@ GDAKI_HD inline status reject(qp_handle& qp, Build& build, uint64_t* ticket, uin
 GDAKI_HD constexpr uint32_t chunks_of(uint64_t bytes) {
   return bytes == 0 ? 1u : static_cast<uint32_t>((bytes + max_message_bytes - 1) / max_message_bytes);
 }
-struct put_builder {
+// The i-th max_message_bytes piece of a bytes-long put or get: its offset and length.
+struct chunk {
+  uint64_t offset;
+  uint32_t length;
+};
+GDAKI_HD constexpr chunk chunk_of(uint64_t bytes, uint32_t i) {
+  const uint64_t offset = uint64_t{i} * max_message_bytes;
+  return {offset, static_cast<uint32_t>(bytes - offset < max_message_bytes ? bytes - offset : max_message_bytes)};
+}
+// A put (WRITE) or a get (READ) of `bytes`: one WQE, or one proxy descriptor, per
+// max_message_bytes chunk; a zero-byte transfer is one WQE without a data segment.
+template <bool Read>
+struct transfer_builder {
   const qp_handle* qp;
-  remote_ptr dst;
-  local_ptr src;
+  remote_ptr remote;
+  local_ptr local;
   uint64_t bytes;
   uint8_t ctrl;
   GDAKI_HD void operator()(uint64_t start) const {
-    uint64_t done = 0;
-    uint64_t at = start;
-    do {  // one WQE per max_message_bytes chunk; a zero-byte put is one ctrl+raddr WQE
-      const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
-      const sge g{src.addr + done, static_cast<uint32_t>(chunk), src.lkey};
-      at += prepare_write(*qp, at, dst.addr + done, dst.rkey, &g, chunk ? 1u : 0u, ctrl);
-      done += chunk;
-    } while (done < bytes);
+    for (uint32_t i = 0, at = 0, n = chunks_of(bytes); i < n; ++i) {
+      const chunk c = chunk_of(bytes, i);
+      const sge g{local.addr + c.offset, c.length, local.lkey};
+      const uint32_t num_sge = c.length != 0 ? 1u : 0u;
+      const uint64_t raddr = remote.addr + c.offset;
+      at += Read ? prepare_read(*qp, start + at, raddr, remote.rkey, &g, num_sge, ctrl)
+                 : prepare_write(*qp, start + at, raddr, remote.rkey, &g, num_sge, ctrl);
+    }
   }
   GDAKI_HD uint32_t descriptors() const { return chunks_of(bytes); }
   GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
-    const uint64_t done = uint64_t{i} * max_message_bytes;
-    const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
+    const chunk c = chunk_of(bytes, i);
     // The fence, like the direct path's fenced first WQE, holds the whole operation back.
-    return proxy::make_put(peer, dst.addr + done, dst.rkey, src.addr + done, src.lkey, static_cast<uint32_t>(chunk),
-                           counter, i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none);
+    const uint8_t first = i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none;
+    return Read ? proxy::make_get(peer, local.addr + c.offset, local.lkey, remote.addr + c.offset, remote.rkey,
+                                  c.length, counter, first)
+                : proxy::make_put(peer, remote.addr + c.offset, remote.rkey, local.addr + c.offset, local.lkey,
+                                  c.length, counter, first);
   }
 };
-
-struct get_builder {
-  const qp_handle* qp;
-  local_ptr dst;
-  remote_ptr src;
-  uint64_t bytes;
-  uint8_t ctrl;
-  GDAKI_HD void operator()(uint64_t start) const {
-    uint64_t done = 0;
-    uint64_t at = start;
-    do {
-      const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
-      const sge g{dst.addr + done, static_cast<uint32_t>(chunk), dst.lkey};
-      at += prepare_read(*qp, at, src.addr + done, src.rkey, &g, chunk ? 1u : 0u, ctrl);
-      done += chunk;
-    } while (done < bytes);
-  }
-  GDAKI_HD uint32_t descriptors() const { return chunks_of(bytes); }
-  GDAKI_HD proxy::descriptor descriptor(uint32_t i, uint16_t peer, uint16_t counter) const {
-    const uint64_t done = uint64_t{i} * max_message_bytes;
-    const uint64_t chunk = bytes - done < max_message_bytes ? bytes - done : max_message_bytes;
-    return proxy::make_get(peer, dst.addr + done, dst.lkey, src.addr + done, src.rkey, static_cast<uint32_t>(chunk),
-                           counter, i == 0 ? desc_flags_of(ctrl) : proxy::desc_flags::none);
-  }
-};
+using put_builder = transfer_builder<false>;
+using get_builder = transfer_builder<true>;
 
 struct inline_builder {
   const qp_handle* qp;
@@ -390,7 +381,7 @@ GDAKI_HD inline status put_signal(qp_handle& qp, remote_ptr dst, local_ptr src, 
 template <typename Scope, sharing S>
 GDAKI_HD inline status get(qp_handle& qp, local_ptr dst, remote_ptr src, uint64_t bytes, uint64_t* ticket,
                            uint32_t flags, uint64_t timeout_ns) {
-  detail::get_builder b{&qp, dst, src, bytes, detail::ctrl_byte(flags)};
+  detail::get_builder b{&qp, src, dst, bytes, detail::ctrl_byte(flags)};
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1);
   return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
 }
@@ -442,13 +433,7 @@ GDAKI_HD inline status test(qp_handle& qp, uint64_t ticket) {
 
 GDAKI_HD inline status wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns) {
   if (qp.backend == qp_backend::direct) return sq_wait(qp, ticket, timeout_ns);  // unchanged direct path
-  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
-  for (uint32_t i = 0;; ++i) {
-    const status st = test(qp, ticket);
-    if (st != status::again) return st;
-    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-    arch::spin_pause(i);
-  }
+  return detail::poll_until([&] { return test(qp, ticket); }, timeout_ns);
 }
 
 // ---- Atomics that wait -----------------------------------------------------------------

@@ -85,14 +85,23 @@ GDAKI_HD inline status sq_test(qp_handle& qp, uint64_t ticket) {
   return err_index_of(arch::local::load_acquire(&qp.err_state)) < ticket ? status::io_error : status::ok;
 }
 
-GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns) {
+namespace detail {
+// Calls test() until it answers something other than `again`, or timeout_ns has passed
+// (wait_forever: never), pausing between tries: every *_wait of the API is this loop.
+template <typename Test>
+GDAKI_HD inline status poll_until(Test test, uint64_t timeout_ns) {
   const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
   for (uint32_t i = 0;; ++i) {
-    const status st = sq_test(qp, ticket);
+    const status st = test();
     if (st != status::again) return st;
     if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
     arch::spin_pause(i);
   }
+}
+}  // namespace detail
+
+GDAKI_HD inline status sq_wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns) {
+  return detail::poll_until([&] { return sq_test(qp, ticket); }, timeout_ns);
 }
 
 GDAKI_HD GDAKI_FORCEINLINE uint64_t sq_reserve(qp_handle& qp, uint32_t nbb) {

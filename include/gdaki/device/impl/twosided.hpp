@@ -145,13 +145,7 @@ GDAKI_HD inline status recv_poll(qp_handle& qp, recv_completion* out) {
 }
 
 GDAKI_HD inline status recv_wait(qp_handle& qp, recv_completion* out, uint64_t timeout_ns) {
-  const uint64_t t0 = timeout_ns == wait_forever ? 0 : arch::clock_ns();
-  for (uint32_t i = 0;; ++i) {
-    const status st = recv_poll(qp, out);
-    if (st != status::again) return st;
-    if (timeout_ns != wait_forever && arch::clock_ns() - t0 >= timeout_ns) return status::timeout;
-    arch::spin_pause(i);
-  }
+  return detail::poll_until([&] { return recv_poll(qp, out); }, timeout_ns);
 }
 
 }  // namespace gdaki::dev

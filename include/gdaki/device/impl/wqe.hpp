@@ -113,20 +113,27 @@ GDAKI_HD inline uint32_t prepare_nop(const qp_handle& qp, uint64_t start, uint8_
   return w.finish(prm::send_opcode::nop, flags);
 }
 
-GDAKI_HD inline uint32_t prepare_write(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
-                                       const sge* sgl, uint32_t num_sge, uint8_t flags) {
+namespace detail {
+// WRITE, WRITE with immediate and READ share one layout: ctrl, raddr, data segments.
+GDAKI_HD inline uint32_t prepare_raddr_sgl(const qp_handle& qp, uint64_t start, prm::send_opcode op, uint64_t raddr,
+                                           uint32_t rkey, const sge* sgl, uint32_t num_sge, uint8_t flags,
+                                           uint32_t imm_raw) {
   wqe_writer w(qp, start);
   w.raddr(raddr, rkey);
   for (uint32_t i = 0; i < num_sge; ++i) w.data(sgl[i]);
-  return w.finish(prm::send_opcode::rdma_write, flags);
+  return w.finish(op, flags, imm_raw);
+}
+}  // namespace detail
+
+GDAKI_HD inline uint32_t prepare_write(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
+                                       const sge* sgl, uint32_t num_sge, uint8_t flags) {
+  return detail::prepare_raddr_sgl(qp, start, prm::send_opcode::rdma_write, raddr, rkey, sgl, num_sge, flags, 0);
 }
 
 GDAKI_HD inline uint32_t prepare_write_imm(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
                                            const sge* sgl, uint32_t num_sge, uint32_t imm_raw, uint8_t flags) {
-  wqe_writer w(qp, start);
-  w.raddr(raddr, rkey);
-  for (uint32_t i = 0; i < num_sge; ++i) w.data(sgl[i]);
-  return w.finish(prm::send_opcode::rdma_write_imm, flags, imm_raw);
+  return detail::prepare_raddr_sgl(qp, start, prm::send_opcode::rdma_write_imm, raddr, rkey, sgl, num_sge, flags,
+                                   imm_raw);
 }
 
 GDAKI_HD inline uint32_t prepare_write_inline(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
@@ -139,10 +146,7 @@ GDAKI_HD inline uint32_t prepare_write_inline(const qp_handle& qp, uint64_t star
 
 GDAKI_HD inline uint32_t prepare_read(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
                                       const sge* sgl, uint32_t num_sge, uint8_t flags) {
-  wqe_writer w(qp, start);
-  w.raddr(raddr, rkey);
-  for (uint32_t i = 0; i < num_sge; ++i) w.data(sgl[i]);
-  return w.finish(prm::send_opcode::rdma_read, flags);
+  return detail::prepare_raddr_sgl(qp, start, prm::send_opcode::rdma_read, raddr, rkey, sgl, num_sge, flags, 0);
 }
 
 GDAKI_HD inline uint32_t prepare_atomic_fa(const qp_handle& qp, uint64_t start, uint64_t raddr, uint32_t rkey,
