@@ -48,7 +48,7 @@ constexpr variable vars[] = {
     {"GDAKI_SOFT_SHM_SINGLE_COPY_MIN", kind::count, "16384", 0, u32_max, "",
      "shm wire: messages of at least this many bytes move by one cross-process copy",
      "src/providers/soft/soft_config.cpp"},
-    {"GDAKI_SOFT_WIRE_WINDOW", kind::count, "64", 1, u32_max, "",
+    {"GDAKI_SOFT_WIRE_WINDOW", kind::count, "256", 1, u32_max, "",
      "requests one wire connection keeps in flight (1 = stop-and-wait)", "src/providers/soft/soft_config.cpp"},
     {"GDAKI_SOFT_WIRE_WINDOW_BYTES", kind::count, "262144", 0, u32_max, "",
      "payload bytes one wire connection keeps in flight (two requests always may be)",

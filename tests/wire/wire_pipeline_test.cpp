@@ -4,10 +4,14 @@
 // without waiting executes in order at the responder and completes in order. (2) A
 // request behind one that drew an RNR NAK is not executed before it: the responder drops
 // requests out of PSN sequence until the requester sends the refused one again.
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <chrono>
 #include <memory>
 #include <thread>
 
+#include "../../src/providers/soft/wire/wire_test_hooks.hpp"
 #include "wire_fixture.hpp"
 
 using namespace wire_test;
@@ -156,8 +160,61 @@ void run_rnr_holds_back(const char* wire) {
   EXPECT_EQ(in.finish(), 0);
 }
 
+// Small WRITEs posted while an earlier one's answer is due leave together: with the
+// target stopped (SIGSTOP) nothing is answered, so the first WRITE goes alone and the
+// other small_burst - 1 wait in the connection's queue until its answer comes; then they
+// go in one send (wire_requester.cpp, client_conn::tx). Each one still lands, in order,
+// and completes once. One send per WQE (before) fails the count.
+void run_small_writes_leave_together(const char* wire) {
+  constexpr uint64_t small_burst = 200;
+  initiator in(wire, false, 0, 3);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  // Bound first (the bind waits for its reply, which a stopped target never sends).
+  const uint64_t zero = 0;
+  const uint16_t first_at = static_cast<uint16_t>(h.sq_reserved);
+  post_write_inline(h, in.t.buf, in.t.rkey, &zero, 8);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, first_at, 8);
+  ASSERT_EQ(::kill(in.child, SIGSTOP), 0);
+  // kill() returns before every thread of the target has stopped; waitpid reports the
+  // stop once the whole process has.
+  int st = 0;
+  ASSERT_EQ(::waitpid(in.child, &st, WUNTRACED), in.child);
+  ASSERT_TRUE(WIFSTOPPED(st));
+  const uint64_t sends_before = gdaki::soft::wire::test_hooks::request_sends.load();
+  std::vector<uint16_t> at;
+  for (uint64_t i = 1; i <= small_burst; ++i) {
+    at.push_back(static_cast<uint16_t>(h.sq_reserved));
+    const uint64_t v = i * 0x9e3779b97f4a7c15ull;
+    post_write_inline(h, in.t.buf + 8 * i, in.t.rkey, &v, 8);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the engine had its chance to send
+  const uint64_t sends_stopped = gdaki::soft::wire::test_hooks::request_sends.load() - sends_before;
+  ASSERT_EQ(::kill(in.child, SIGCONT), 0);
+  for (uint16_t index : at) expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, index, 8);
+  const uint64_t sends = gdaki::soft::wire::test_hooks::request_sends.load() - sends_before;
+  EXPECT_EQ(sends_stopped, 1u) << "while no answer came, only the first WRITE may have been sent";
+  EXPECT_LE(sends, 2u) << small_burst << " small WRITEs took " << sends << " sends";
+  const dev::sge back = sg(in.back.data(), 8 * (small_burst + 1), in.mback.lkey());
+  const uint16_t read_at = static_cast<uint16_t>(h.sq_reserved);
+  post_read(h, in.t.buf, in.t.rkey, &back, 1);
+  expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_read, qpn, read_at, 8 * (small_burst + 1));
+  for (uint64_t i = 1; i <= small_burst; ++i) {
+    uint64_t v = 0;
+    std::memcpy(&v, in.back.data() + 8 * i, 8);
+    EXPECT_EQ(v, i * 0x9e3779b97f4a7c15ull) << "WRITE " << i;
+  }
+  EXPECT_EQ(in.finish(), 0);
+}
+
 }  // namespace
 
+TEST(wire_tcp, small_writes_posted_while_an_answer_is_due_leave_in_one_send) {
+  run_small_writes_leave_together("tcp");
+}
+TEST(wire_shm, small_writes_posted_while_an_answer_is_due_leave_in_one_send) {
+  run_small_writes_leave_together("shm");
+}
 TEST(wire_tcp, a_pipelined_burst_executes_and_completes_in_order) { run_in_order_burst("tcp"); }
 TEST(wire_shm, a_pipelined_burst_executes_and_completes_in_order) { run_in_order_burst("shm"); }
 TEST(wire_tcp, a_request_behind_an_rnr_refused_one_waits_for_it) { run_rnr_holds_back("tcp"); }

@@ -43,7 +43,7 @@ struct config {
   uint32_t shm_single_copy_min = 16384;
   // GDAKI_SOFT_WIRE_WINDOW: requests one connection keeps in flight before it waits for
   // responses (pipelining; 1 = stop-and-wait).
-  uint32_t wire_window = 64;
+  uint32_t wire_window = 256;
   // GDAKI_SOFT_WIRE_WINDOW_BYTES: payload bytes one connection keeps in flight (two
   // requests always may be). More only fills socket buffers: the sender then sleeps in
   // the kernel and the pipeline drains in bursts (docs/performance.md, Wires).

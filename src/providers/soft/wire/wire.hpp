@@ -140,7 +140,7 @@ class endpoint {
   // and each gets wire_timeout_ms to finish its handshake.
   // A whole default window (GDAKI_SOFT_WIRE_WINDOW) per turn: an honest pipelining peer's
   // burst is served, and answered with one write, in one turn.
-  static constexpr int frames_per_turn = 64;
+  static constexpr int frames_per_turn = 256;
   // The turn of a connection whose last request was dropped or failed (server_conn).
   static constexpr int frames_per_unproductive_turn = 4;
   static constexpr int handshakes_per_round = 4;

@@ -455,7 +455,7 @@ void endpoint::refuse(server_conn& c, auth::reason why) {
   auth_nak_body b{static_cast<uint32_t>(why), 0};
   iovec v[2] = {{&r, sizeof(r)}, {&b, sizeof(b)}};
   const uint64_t deadline = now_ms() + 100;
-  if (flush_replies(c.fd, c.tx, deadline)) (void)writev_full(c.fd, v, 2, deadline);
+  if (flush_queued(c.fd, c.tx, deadline)) (void)writev_full(c.fd, v, 2, deadline);
 }
 
 bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t deadline) {
@@ -479,7 +479,7 @@ bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t dead
     c.stage = conn_stage::challenged;
     frame_hdr r = make_hdr(ftype::challenge, sizeof(cb), 0, 0, h.seq);
     iovec v[2] = {{&r, sizeof(r)}, {&cb, sizeof(cb)}};
-    return send_reply(c.fd, c.tx, v, 2, deadline);
+    return send_queued(c.fd, c.tx, v, 2, deadline);
   }
   auth_body a{};
   if (!rx_read(c.fd, c.rx, &a, sizeof(a), deadline)) return false;
@@ -505,7 +505,7 @@ bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t dead
   frame_hdr r = make_hdr(ftype::hello_ok, sizeof(hello_ok_body), 0, 0, h.seq);
   hello_ok_body ob{c.cma ? 1u : 0u, 0};
   iovec v[2] = {{&r, sizeof(r)}, {&ob, sizeof(ob)}};
-  return send_reply(c.fd, c.tx, v, 2, deadline);
+  return send_queued(c.fd, c.tx, v, 2, deadline);
 }
 
 endpoint::turn endpoint::serve_ready(server_conn& c, int budget) {
@@ -514,7 +514,7 @@ endpoint::turn endpoint::serve_ready(server_conn& c, int budget) {
   // Bytes left in rx would never wake epoll again, so a turn cut short says `more`.
   const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
   for (int served = 0;; ++served) {
-    if (served == budget) return flush_replies(c.fd, c.tx, deadline) ? turn::more : turn::closed;
+    if (served == budget) return flush_queued(c.fd, c.tx, deadline) ? turn::more : turn::closed;
     // A frame is started only once it can be read without waiting on the peer: its header
     // (its body may still be on the way), or, before the peer proved the secret, all of it.
     size_t need = sizeof(frame_hdr);
@@ -532,7 +532,7 @@ endpoint::turn endpoint::serve_ready(server_conn& c, int budget) {
         c.hung_up = true;  // the peer left between frames; it did not break the protocol
         return turn::closed;
       }
-      if (f == 0) return flush_replies(c.fd, c.tx, deadline) ? turn::idle : turn::closed;
+      if (f == 0) return flush_queued(c.fd, c.tx, deadline) ? turn::idle : turn::closed;
     }
     if (!serve_frame(c)) return turn::closed;
   }

@@ -74,6 +74,16 @@ struct client_conn {
   uint64_t resp_bytes = 0;  // bytes the responses in the FIFO may still bring
   uint64_t req_bytes = 0;   // payload bytes of the requests in the FIFO
   rx_buffer rx;
+  // Small requests issued while an earlier request's answer is still due wait here, as
+  // TCP's Nagle algorithm holds small segments while data is unacknowledged: they leave
+  // together when the last answer due is read (read_responses_locked), so a stream of
+  // small WRITEs costs one send per round trip, not one per WQE. `unsent` of them end the
+  // FIFO.
+  tx_queue tx;
+  uint32_t unsent = 0;
+  // When a read found no answer (steady clock, ns): a poll that may not wait skips the
+  // recv for poll_gap_ns after it (endpoint::poll), read without the lock.
+  std::atomic<uint64_t> empty_read_ns{0};
   // The mapped path (same host): the peer's MRs we may map, by rkey (null: asked, and the
   // peer said no), and the peer's revocation table.
   std::map<uint32_t, std::shared_ptr<shm::mapping>> maps;

@@ -22,6 +22,7 @@
 #include <shared_mutex>
 #include <string>
 
+#include "../engine/executor.hpp"
 #include "../engine/placement.hpp"
 #include "../engine/wqe_parse.hpp"
 #include "../soft_objects.hpp"
@@ -52,11 +53,16 @@ void kill_locked(client_conn& c) {
     op->done.store(true, std::memory_order_release);
   }
   c.fifo.clear();
+  c.tx.bytes.clear();
+  c.unsent = 0;
   c.resp_bytes = 0;
   c.req_bytes = 0;
 }
 
 constexpr uint64_t response_overhead = sizeof(frame_hdr);
+// After a read that found no answer, a look that may not wait skips the recv this long
+// (endpoint::poll says why).
+constexpr uint64_t poll_gap_ns = 2000;
 // Response bytes the requests in flight may bring back at most. The server writes every
 // response in full before it reads the next request; as long as what it owes us fits in
 // the socket buffers, it never blocks on us, so it keeps reading, so our sends never block
@@ -106,12 +112,15 @@ uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
         kill_locked(c);
         break;
       }
-      if (f == 0) break;
+      if (f == 0) {
+        if (got == 0) c.empty_read_ns.store(now_ns(), std::memory_order_relaxed);
+        break;
+      }
     }
     if (deadline == 0) deadline = now_ms() + timeout_ms;
     frame_hdr rh{};
-    if (c.fifo.empty() || !rx_read(c.fd, c.rx, &rh, sizeof(rh), deadline)) {
-      kill_locked(c);  // bytes nobody asked for, or a response cut short
+    if (c.fifo.size() <= c.unsent || !rx_read(c.fd, c.rx, &rh, sizeof(rh), deadline)) {
+      kill_locked(c);  // bytes nobody asked for (no request sent), or a response cut short
       break;
     }
     std::shared_ptr<wire_op> op = c.fifo.front();
@@ -137,6 +146,13 @@ uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
     op->result = o;
     op->done.store(true, std::memory_order_release);
     ++got;
+  }
+  // Every request sent has its answer: the small requests queued meanwhile go now,
+  // together (flushing at each answer would send one or two each on a fast peer).
+  if (got != 0 && c.unsent != 0 && c.fifo.size() == c.unsent && !c.dead.load(std::memory_order_relaxed)) {
+    if (!flush_queued(c.fd, c.tx, now_ms() + timeout_ms)) kill_locked(c);
+    c.unsent = 0;
+    test_hooks::request_sends.fetch_add(1, std::memory_order_relaxed);
   }
   return got;
 }
@@ -454,7 +470,9 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
   // Test-only faults (wire_test_hooks.hpp): one relaxed load when nothing is armed.
   frame_hdr corrupted;
   bool drop_after_send = false;
+  bool hooked = false;
   if (test_hooks::armed.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    hooked = true;
     const uint32_t hook = test_hooks::armed.exchange(0, std::memory_order_acq_rel);
     switch (static_cast<test_hooks::fault>(hook & 0xff)) {
       case test_hooks::fault::drop_before_send:
@@ -473,7 +491,32 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
         break;
     }
   }
-  if (!writev_full(c->fd, v, nv, deadline())) return fail();
+  // A small frame waits in the connection's queue while an answer to a request already
+  // sent is due (client_conn::tx); with none due, nothing would send it, so it goes now,
+  // and a lone WQE (a latency test) never waits. A frame a test fault touched goes at
+  // once, so the fault lands as it says.
+  // Before the first frame waits, look once for the answers due (they may be in the
+  // socket already, unread): a ping-pong's next WRITE must not wait for an answer that came
+  // long ago until some thread happens to read it.
+  if (!hooked && c->unsent == 0 && !c->fifo.empty() &&
+      now_ns() - c->empty_read_ns.load(std::memory_order_relaxed) >= poll_gap_ns) {
+    (void)read_responses_locked(*c, dev_.cfg.wire_timeout_ms);
+    if (c->dead.load(std::memory_order_relaxed)) return finish_now({outcome::fatal});
+  }
+  const bool answer_due = c->fifo.size() > c->unsent;
+  if (hooked || !answer_due) {
+    if (!send_queued(c->fd, c->tx, v, nv, deadline()) || !flush_queued(c->fd, c->tx, deadline())) return fail();
+    c->unsent = 0;
+    test_hooks::request_sends.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    if (!send_queued(c->fd, c->tx, v, nv, deadline())) return fail();
+    if (c->tx.bytes.empty()) {  // a large frame, or a full queue, took the queue with it
+      c->unsent = 0;
+      test_hooks::request_sends.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ++c->unsent;
+    }
+  }
 
   op->src_qpn = src;
   op->dst_qpn = dst;
@@ -504,6 +547,13 @@ int endpoint::response_fd(const soft_qp& qp) const { return qp.wire_conn ? qp.wi
 void endpoint::poll(soft_qp& qp, uint32_t wait_us) {
   std::shared_ptr<client_conn> c = qp.wire_conn;
   if (!c) return;
+  // A poster rings for every WQE and the executor then looks for answers without waiting:
+  // a recv each time, mostly to learn that nothing came (answers come a round trip after
+  // their batch), was two syscalls per 8-byte WRITE over TCP. A NIC's CQ poll is a memory
+  // read; ours is a syscall, so after one that found nothing the next non-waiting look is
+  // put off for poll_gap_ns (answers are then seen at most that late; a caller that waits
+  // is not put off).
+  if (wait_us == 0 && now_ns() - c->empty_read_ns.load(std::memory_order_relaxed) < poll_gap_ns) return;
   const uint32_t timeout_ms = dev_.cfg.wire_timeout_ms;
   for (int round = 0; round < 2; ++round) {
     {

@@ -108,12 +108,12 @@ struct server_xfer {
         return;
       }
       iovec v{&h, sizeof(h)};
-      if (!send_reply(fd, tx, &v, 1, deadline)) failed = true;
+      if (!send_queued(fd, tx, &v, 1, deadline)) failed = true;
       return;
     }
     h.length = static_cast<uint32_t>(n);
     iovec v[2] = {{&h, sizeof(h)}, {const_cast<uint8_t*>(from), static_cast<size_t>(n)}};
-    if (!send_reply(fd, tx, v, 2, deadline)) failed = true;
+    if (!send_queued(fd, tx, v, 2, deadline)) failed = true;
   }
   void atomic_result(uint64_t v) {
     old = v;
@@ -166,10 +166,10 @@ bool endpoint::answer_map(server_conn& c, const frame_hdr& h, uint32_t rkey, uin
   bool sent;
   if (granted) {
     iovec v[2] = {{&r, sizeof(r)}, {&ok, sizeof(ok)}};
-    sent = flush_replies(c.fd, c.tx, deadline) && send_with_fds(c.fd, v, 2, fds, 2, deadline);
+    sent = flush_queued(c.fd, c.tx, deadline) && send_with_fds(c.fd, v, 2, fds, 2, deadline);
   } else {
     iovec v{&r, sizeof(r)};
-    sent = send_reply(c.fd, c.tx, &v, 1, deadline);
+    sent = send_queued(c.fd, c.tx, &v, 1, deadline);
   }
   for (int fd : fds) {
     if (fd >= 0) ::close(fd);
@@ -210,7 +210,7 @@ bool endpoint::serve_frame(server_conn& c) {
     if (ready) c.expect[pair_key(h.src_qpn, h.dst_qpn)] = h.seq;  // the requester's next PSN
     frame_hdr r = make_hdr(ready ? ftype::bind_ok : ftype::bind_nak, 0, h.src_qpn, h.dst_qpn, h.seq);
     iovec v{&r, sizeof(r)};
-    return send_reply(c.fd, c.tx, &v, 1, deadline);
+    return send_queued(c.fd, c.tx, &v, 1, deadline);
   }
   const auto bound = c.expect.find(pair_key(h.src_qpn, h.dst_qpn));
   if (bound == c.expect.end()) return false;  // a request or map: bound pair only
@@ -284,7 +284,7 @@ bool endpoint::serve_frame(server_conn& c) {
   }
   r.length = x.has_old && rr.req == syndrome::none ? 8 : 0;
   iovec v[2] = {{&r, sizeof(r)}, {&x.old, 8}};
-  return send_reply(c.fd, c.tx, v, r.length != 0 ? 2 : 1, deadline);
+  return send_queued(c.fd, c.tx, v, r.length != 0 ? 2 : 1, deadline);
 }
 
 }  // namespace gdaki::soft::wire

@@ -32,6 +32,11 @@ extern std::atomic<uint64_t> handshake_ns;
 // bounds (wire.hpp, failing_share). Counted, never read, by the library.
 extern std::atomic<uint64_t> failing_ns;
 
+// Send calls (sendmsg) this process's requesters made that carried request frames: small
+// requests queued while an answer is due leave together (client_conn::tx). Counted, never
+// read, by the library.
+extern std::atomic<uint64_t> request_sends;
+
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
 void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);

@@ -184,15 +184,17 @@ struct rx_buffer {
   return true;
 }
 
-// Replies the server owes a peer, sent together once it has read every frame that came
-// (one syscall and one wake-up of the peer for a burst of pipelined requests, not one
-// each). Large replies (READ data) go at once, behind whatever is queued.
+// Frames a side owes its peer, sent together: the server's replies once it has read every
+// frame that came, the requester's requests once the executor ends an issue batch (one
+// syscall and one wake-up of the peer for a burst of pipelined frames, not one each).
+// Large frames (READ data, big WRITE payloads) go at once, behind whatever is queued.
 struct tx_queue {
   std::vector<uint8_t> bytes;
-  static constexpr size_t flush_at = 16384;
+  static constexpr size_t flush_at = 65536;
+  static constexpr size_t copy_max = 256;  // frames up to this size are copied and queued
 };
 
-[[maybe_unused]] static bool flush_replies(int fd, tx_queue& q, uint64_t deadline_ms) {
+[[maybe_unused]] static bool flush_queued(int fd, tx_queue& q, uint64_t deadline_ms) {
   if (q.bytes.empty()) return true;
   iovec v{q.bytes.data(), q.bytes.size()};
   const bool ok = writev_full(fd, &v, 1, deadline_ms);
@@ -200,20 +202,26 @@ struct tx_queue {
   return ok;
 }
 
-[[maybe_unused]] static bool send_reply(int fd, tx_queue& q, const iovec* v, int n, uint64_t deadline_ms) {
+// Queues the frame in v (n pieces) if it is small, else sends what is queued and then it.
+[[maybe_unused]] static bool send_queued(int fd, tx_queue& q, const iovec* v, int n, uint64_t deadline_ms) {
   size_t total = 0;
   for (int i = 0; i < n; ++i) total += v[i].iov_len;
-  if (total <= 256) {
+  if (total <= tx_queue::copy_max) {
     for (int i = 0; i < n; ++i) {
       const auto* p = static_cast<const uint8_t*>(v[i].iov_base);
       q.bytes.insert(q.bytes.end(), p, p + v[i].iov_len);
     }
-    return q.bytes.size() < tx_queue::flush_at || flush_replies(fd, q, deadline_ms);
+    return q.bytes.size() < tx_queue::flush_at || flush_queued(fd, q, deadline_ms);
   }
-  iovec all[4];
+  constexpr int one_call = 8;  // pieces sent in one writev with the queue in front
+  if (n >= one_call) {
+    std::vector<iovec> rest(v, v + n);
+    return flush_queued(fd, q, deadline_ms) && writev_full(fd, rest.data(), n, deadline_ms);
+  }
+  iovec all[one_call];
   int k = 0;
   if (!q.bytes.empty()) all[k++] = {q.bytes.data(), q.bytes.size()};
-  for (int i = 0; i < n && k < 4; ++i) all[k++] = v[i];
+  for (int i = 0; i < n; ++i) all[k++] = v[i];
   const bool ok = writev_full(fd, all, k, deadline_ms);
   q.bytes.clear();
   return ok;
