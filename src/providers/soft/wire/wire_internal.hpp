@@ -74,8 +74,9 @@ struct client_conn {
   uint64_t resp_bytes = 0;  // bytes the responses in the FIFO may still bring
   uint64_t req_bytes = 0;   // payload bytes of the requests in the FIFO
   rx_buffer rx;
-  // Small requests issued while an earlier request's answer is still due wait here, as
-  // TCP's Nagle algorithm holds small segments while data is unacknowledged: they leave
+  // Small requests issued while earlier requests' answers are still due (at least
+  // hold_behind_sent of them, wire_requester.cpp) wait here, as TCP's Nagle algorithm
+  // holds small segments while data is unacknowledged: they leave
   // together when the last answer due is read (read_responses_locked), so a stream of
   // small WRITEs costs one send per round trip, not one per WQE. `unsent` of them end the
   // FIFO.

@@ -63,6 +63,12 @@ constexpr uint64_t response_overhead = sizeof(frame_hdr);
 // After a read that found no answer, a look that may not wait skips the recv this long
 // (endpoint::poll says why).
 constexpr uint64_t poll_gap_ns = 2000;
+// Small requests wait in the connection's queue only behind this many sent and unanswered
+// (client_conn::tx). Behind one, a request-response pattern (a WRITE, then the READ that
+// checks it; a put, then its signal) paid a round trip per waiting request: the security
+// flood test's honest rounds (4 KiB WRITE + READ) took 10x longer. A stream of small
+// WRITEs has far more than this in flight, so it still leaves in batches.
+constexpr size_t hold_behind_sent = 4;
 // Response bytes the requests in flight may bring back at most. The server writes every
 // response in full before it reads the next request; as long as what it owes us fits in
 // the socket buffers, it never blocks on us, so it keeps reading, so our sends never block
@@ -491,9 +497,9 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
         break;
     }
   }
-  // A small frame waits in the connection's queue while an answer to a request already
-  // sent is due (client_conn::tx); with none due, nothing would send it, so it goes now,
-  // and a lone WQE (a latency test) never waits. A frame a test fault touched goes at
+  // A small frame waits in the connection's queue while hold_behind_sent requests already
+  // sent are unanswered (client_conn::tx); with fewer, it goes now, so a lone WQE (a
+  // latency test) or a short exchange never waits. A frame a test fault touched goes at
   // once, so the fault lands as it says.
   // Before the first frame waits, look once for the answers due (they may be in the
   // socket already, unread): a ping-pong's next WRITE must not wait for an answer that came
@@ -503,8 +509,8 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     (void)read_responses_locked(*c, dev_.cfg.wire_timeout_ms);
     if (c->dead.load(std::memory_order_relaxed)) return finish_now({outcome::fatal});
   }
-  const bool answer_due = c->fifo.size() > c->unsent;
-  if (hooked || !answer_due) {
+  const bool hold = c->fifo.size() - c->unsent >= hold_behind_sent;
+  if (hooked || !hold) {
     if (!send_queued(c->fd, c->tx, v, nv, deadline()) || !flush_queued(c->fd, c->tx, deadline())) return fail();
     c->unsent = 0;
     test_hooks::request_sends.fetch_add(1, std::memory_order_relaxed);
