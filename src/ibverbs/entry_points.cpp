@@ -305,15 +305,29 @@ ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* q) {
   GDAKI_FORWARD("IBVERBS_1.6", ibv_qp_to_qp_ex, q);
 }
 
-// ---- what the soft device does not have ----------------------------------------------
+// ---- SRQ (ibv_post_srq_recv is inline: the context's ops table) ------------------------
 
 ibv_srq* ibv_create_srq(ibv_pd* p, ibv_srq_init_attr* a) {
-  if (is_soft(p->context)) {
-    errno = soft_not_supported("ibv_create_srq");
-    return nullptr;
-  }
+  if (is_soft(p->context)) return soft_create_srq(p, a);
   GDAKI_FORWARD("IBVERBS_1.1", ibv_create_srq, p, a);
 }
+
+int ibv_modify_srq(ibv_srq* s, ibv_srq_attr* a, int mask) {
+  if (is_soft(s->context)) return soft_modify_srq(s, a, mask);
+  GDAKI_FORWARD("IBVERBS_1.1", ibv_modify_srq, s, a, mask);
+}
+
+int ibv_query_srq(ibv_srq* s, ibv_srq_attr* a) {
+  if (is_soft(s->context)) return soft_query_srq(s, a);
+  GDAKI_FORWARD("IBVERBS_1.1", ibv_query_srq, s, a);
+}
+
+int ibv_destroy_srq(ibv_srq* s) {
+  if (is_soft(s->context)) return soft_destroy_srq(s);
+  GDAKI_FORWARD("IBVERBS_1.1", ibv_destroy_srq, s);
+}
+
+// ---- what the soft device does not have ----------------------------------------------
 
 ibv_ah* ibv_create_ah(ibv_pd* p, ibv_ah_attr* a) {
   if (is_soft(p->context)) {

@@ -21,6 +21,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "gdaki/verbs/srq.hpp"
 
 namespace gdaki::ibverbs {
 
@@ -81,6 +82,23 @@ struct soft_cq {
   cq_state* st;
 };
 
+// A shared receive queue: gdaki's verbs::srq, posted and freed through the handle it keeps
+// (its host_handle()), and the wr_id of each posted WQE by index (what the CQE names).
+struct srq_state {
+  verbs::srq obj;
+  std::vector<uint64_t> wr_id;
+  // One poster at a time (rdma-core's mlx5 provider takes its SRQ lock too), and a poller
+  // holds it while it reads a WQE's wr_id and frees the WQE, so that no post reuses the
+  // WQE before its wr_id is read.
+  std::mutex mu;
+  uint32_t max_sge = 0;
+};
+
+struct soft_srq {
+  ibv_srq srq;
+  srq_state* st;
+};
+
 // What post_send remembers per SQ slot (indexed by the WQE's first WQEBB) for its CQE.
 struct send_slot {
   uint64_t wr_id;
@@ -99,6 +117,7 @@ struct qp_state {
   std::unique_ptr<dev::qp_handle> h;
   std::vector<send_slot> sq_slots;
   std::vector<uint64_t> rq_wr_id;
+  srq_state* srq = nullptr;  // receives come from this SRQ (the QP has no RQ)
   uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0, max_send_wr = 0, max_recv_wr = 0;
   bool sig_all = false;
   cq_state* send_cq = nullptr;
@@ -122,6 +141,7 @@ inline soft_pd* pd_of(ibv_pd* p) { return reinterpret_cast<soft_pd*>(p); }
 inline soft_mr* mr_of(ibv_mr* m) { return reinterpret_cast<soft_mr*>(m); }
 inline soft_cq* cq_of(ibv_cq* c) { return reinterpret_cast<soft_cq*>(c); }
 inline soft_qp* qp_of(ibv_qp* q) { return reinterpret_cast<soft_qp*>(q); }
+inline soft_srq* srq_of(ibv_srq* s) { return reinterpret_cast<soft_srq*>(s); }
 inline soft_channel* channel_of(ibv_comp_channel* c) { return reinterpret_cast<soft_channel*>(c); }
 
 }  // namespace gdaki::ibverbs

@@ -62,6 +62,13 @@ int soft_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad);
 int soft_post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad);
 void soft_fill_qp_ex(soft_qp* q);
 
+// ---- SRQs (verbs_srq.cpp) ----
+ibv_srq* soft_create_srq(ibv_pd* p, ibv_srq_init_attr* attr);
+int soft_modify_srq(ibv_srq* s, ibv_srq_attr* attr, int mask);
+int soft_query_srq(ibv_srq* s, ibv_srq_attr* attr);
+int soft_destroy_srq(ibv_srq* s);
+int soft_post_srq_recv(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad);
+
 // Every verb the soft device does not implement: EOPNOTSUPP, said once per verb.
 int soft_not_supported(const char* verb);
 

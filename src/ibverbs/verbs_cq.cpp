@@ -90,15 +90,29 @@ int drain_send(qp_state* q, int n, ibv_wc* wc) {
   return got;
 }
 
+// One receive completion: rq_poll retires its WQE (an SRQ's goes back on the free list,
+// so the SRQ's lock is held until its wr_id is read: no post may refill it before).
+bool poll_recv(qp_state* q, dev::completion* c, uint64_t* wr_id) {
+  dev::qp_handle& h = *q->h;
+  if (q->srq == nullptr) {
+    if (dev::rq_poll(h, c) != status::ok) return false;
+    *wr_id = q->rq_wr_id[c->wqe_counter & (dev::rq_wqes(h) - 1)];
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(q->srq->mu);
+  if (dev::rq_poll(h, c) != status::ok) return false;
+  *wr_id = q->srq->wr_id[c->wqe_counter & (q->srq->wr_id.size() - 1)];
+  return true;
+}
+
 int drain_recv(qp_state* q, int n, ibv_wc* wc) {
   int got = 0;
-  dev::qp_handle& h = *q->h;
-  const uint32_t mask = dev::rq_wqes(h) - 1;
   dev::completion c;
-  while (got < n && dev::rq_poll(h, &c) == status::ok) {
+  uint64_t wr_id = 0;
+  while (got < n && poll_recv(q, &c, &wr_id)) {
     ibv_wc& w = wc[got++];
     std::memset(&w, 0, sizeof w);
-    w.wr_id = q->rq_wr_id[c.wqe_counter & mask];
+    w.wr_id = wr_id;
     w.status = status_of(c.syndrome);
     w.vendor_err = c.vendor_syndrome;
     w.qp_num = q->q.qpn();

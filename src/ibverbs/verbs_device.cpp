@@ -132,7 +132,7 @@ ibv_context* soft_open_device(ibv_device* d) {
   c.ops.req_notify_cq = soft_req_notify_cq;
   c.ops.post_send = soft_post_send;
   c.ops.post_recv = soft_post_recv;
-  c.ops.post_srq_recv = [](ibv_srq*, ibv_recv_wr*, ibv_recv_wr**) { return soft_not_supported("ibv_post_srq_recv"); };
+  c.ops.post_srq_recv = soft_post_srq_recv;
   return &c;
 }
 

@@ -136,6 +136,10 @@ int soft_post_recv(ibv_qp* iq, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     *bad = wr;
     return EINVAL;
   }
+  if (st->srq != nullptr) {  // its receives are posted to the SRQ (ibv_post_srq_recv)
+    *bad = wr;
+    return EINVAL;
+  }
   std::lock_guard<std::mutex> lock(st->recv_mu);
   dev::qp_handle& h = *st->h;
   const uint64_t ring = dev::rq_wqes(h);

@@ -30,7 +30,9 @@ uint32_t largest_wqe(uint32_t max_send_sge, uint32_t max_inline) {
 void export_handles(qp_state* st) {
   st->hs = std::make_unique<dev::cq_handle>(st->scq.export_handle());
   st->hr = std::make_unique<dev::cq_handle>(st->rcq.export_handle());
-  st->h = std::make_unique<dev::qp_handle>(st->q.export_handle(st->hs.get(), st->hr.get()));
+  verbs::qp_export_options eo;
+  eo.srq = st->srq != nullptr ? st->srq->obj.host_handle() : nullptr;
+  st->h = std::make_unique<dev::qp_handle>(st->q.export_handle(st->hs.get(), st->hr.get(), eo));
   st->sq_slots.assign(dev::sq_wqebbs(*st->h), send_slot{});
   st->rq_wr_id.assign(dev::rq_wqes(*st->h), 0);
 }
@@ -56,8 +58,8 @@ ibv_qp* soft_create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
     errno = soft_fail(verb, status::not_supported, "qp_type " + std::to_string(a->qp_type) + ": only RC QPs exist");
     return nullptr;
   }
-  if (a->srq != nullptr) {
-    errno = soft_fail(verb, status::not_supported, "shared receive queues are not supported");
+  if (a->srq != nullptr && (!is_soft(a->srq->context) || a->srq->pd != pd)) {
+    errno = soft_fail(verb, status::invalid, "the srq must be an SRQ of the soft device in the QP's PD");
     return nullptr;
   }
   if (a->send_cq == nullptr || a->recv_cq == nullptr || !is_soft(a->send_cq->context) ||
@@ -81,9 +83,12 @@ ibv_qp* soft_create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
   auto* st = new qp_state;
   soft_context* ctx = ctx_of(pd->context);
   st->ctx = ctx;
+  st->srq = a->srq != nullptr ? srq_of(a->srq)->st : nullptr;
   try {
     const uint32_t sq = next_pow2(send_wr * nbb < 8 ? 8 : send_wr * nbb);
-    const uint32_t rq = next_pow2(recv_wr);
+    // On an SRQ the QP may take every WQE of it before the application polls: its private
+    // receive CQ holds that many.
+    const uint32_t rq = st->srq != nullptr ? st->srq->obj.caps().wqes : next_pow2(recv_wr);
     st->scq = verbs::cq(ctx->st->dev, verbs::cq_init{.depth = sq, .ring = {}, .ignore_overrun = true});
     st->rcq = verbs::cq(ctx->st->dev, verbs::cq_init{.depth = rq, .ring = {}, .ignore_overrun = true});
     verbs::qp_init init;
@@ -94,6 +99,7 @@ ibv_qp* soft_create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
     init.max_send_sge = send_sge;
     init.max_recv_sge = recv_sge;
     init.max_inline = cap.max_inline_data;
+    init.srq = st->srq != nullptr ? &st->srq->obj : nullptr;
     st->q = verbs::qp(*pd_of(pd)->obj, init);
     export_handles(st);
   } catch (const gdaki::error& e) {
@@ -106,7 +112,7 @@ ibv_qp* soft_create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
   st->max_recv_sge = recv_sge;
   st->max_inline = got.max_inline;
   st->max_send_wr = got.sq_wqebbs / nbb;
-  st->max_recv_wr = got.rq_wqes;
+  st->max_recv_wr = got.rq_wqes;  // 0 on an SRQ (ibv_create_qp(3): then ignored)
   st->sig_all = a->sq_sig_all != 0;
   cap.max_send_wr = st->max_send_wr;
   cap.max_recv_wr = st->max_recv_wr;
@@ -122,6 +128,7 @@ ibv_qp* soft_create_qp(ibv_pd* pd, ibv_qp_init_attr* a) {
   b.pd = pd;
   b.send_cq = a->send_cq;
   b.recv_cq = a->recv_cq;
+  b.srq = a->srq;
   b.handle = st->q.qpn();
   b.qp_num = st->q.qpn();
   b.state = IBV_QPS_RESET;
@@ -259,6 +266,7 @@ int soft_query_qp(ibv_qp* iq, ibv_qp_attr* a, int, ibv_qp_init_attr* init) {
     init->qp_context = iq->qp_context;
     init->send_cq = iq->send_cq;
     init->recv_cq = iq->recv_cq;
+    init->srq = iq->srq;
     init->cap = a->cap;
     init->qp_type = IBV_QPT_RC;
     init->sq_sig_all = st->sig_all;

@@ -34,4 +34,10 @@ status export_qp(provider_object*, const qp_export_options&, dev::qp_handle*, st
   return nope(why);
 }
 
+status create_srq(provider_object*, const srq_init&, provider_object**, uint32_t*, srq_caps*, std::string* why) {
+  if (why) *why = "shared receive queues are not supported by this provider";
+  return status::not_supported;
+}
+status export_srq(provider_object*, dev::srq_handle*, std::string* why) { return nope(why); }
+
 }  // namespace gdaki::verbs::defaults

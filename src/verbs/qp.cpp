@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gdaki/device/handles.hpp"
+#include "gdaki/verbs/srq.hpp"
 
 #include "object_ref.hpp"
 #include "qp_transitions.hpp"
@@ -72,13 +73,18 @@ qp::qp(const pd& p, const qp_init& init) {
   if (init.sq_wqebbs == 0 || init.sq_wqebbs > (1u << 15)) {
     throw error(status::invalid, where + ": create qp: sq_wqebbs must be 1..32768 (16-bit WQE indexes stay unambiguous)");
   }
-  if (init.rq_wqes == 0 || init.rq_wqes > (1u << 15)) {
+  if (init.srq != nullptr && !*init.srq) throw error(status::invalid, where + ": create qp: empty srq");
+  if (init.srq != nullptr && init.srq->ref()->parents.at(0) != p.ref()) {
+    throw error(status::invalid, where + ": create qp: the srq belongs to another PD");
+  }
+  if (init.srq == nullptr && (init.rq_wqes == 0 || init.rq_wqes > (1u << 15))) {
     throw error(status::invalid, where + ": create qp: rq_wqes must be 1..32768");
   }
   qp_create_args args;
   args.init = &init;
   args.send_cq = init.send_cq->ref()->impl;
   args.recv_cq = init.recv_cq->ref()->impl;
+  args.srq = init.srq != nullptr ? init.srq->ref()->impl : nullptr;
   provider_object* impl = nullptr;
   std::string why;
   detail::check(r.ops->create_qp(r.impl, args, &impl, &qpn_, &caps_, &why), where, "create qp", why);
@@ -87,6 +93,8 @@ qp::qp(const pd& p, const qp_init& init) {
   ref_->parents.push_back(p.ref());
   ref_->parents.push_back(init.send_cq->ref());
   ref_->parents.push_back(init.recv_cq->ref());
+  // The SRQ outlives the QP (srq::destroy is refused while this reference exists).
+  if (init.srq != nullptr) ref_->parents.push_back(init.srq->ref());
 }
 
 std::string qp::label() const {
@@ -189,8 +197,13 @@ dev::qp_handle qp::export_handle(dev::cq_handle* send_cq, dev::cq_handle* recv_c
   dev::qp_handle h{};
   std::string why;
   detail::check(r.ops->export_qp(r.impl, opt, &h, &why), r.label, "export", why);
+  const bool has_srq = ref_->parents.size() > 3;  // pd, send CQ, recv CQ, srq (constructor)
+  if (has_srq && opt.srq == nullptr) {
+    throw error(status::invalid, r.label + ": export: the QP receives from an SRQ; pass its placed srq_handle");
+  }
   h.send_cq = send_cq;
   h.recv_cq = recv_cq;
+  h.srq = has_srq ? opt.srq : nullptr;
   h.auto_signal_wqebbs = auto_signal_period(r.label, h, opt.auto_signal_wqebbs);
   // The placed handles are never read here: for GPU initiators they may already sit in GPU
   // memory, where a host load faults (the first GPU run of tests/gpu crashed exactly so).

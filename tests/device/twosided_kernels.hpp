@@ -40,6 +40,34 @@ GDAKI_HD inline void wait_receives_kernel(const recv_grid_args& a, uint64_t time
   a.log[4 * t + 3] = c.byte_cnt;
 }
 
+struct srq_grid_args {
+  gdaki::dev::srq_handle* srq;  // shared by both receiving QPs
+  gdaki::dev::qp_handle* qp[2];  // even threads complete on qp[0], odd ones on qp[1]
+  uint64_t buf;                  // thread t posts [buf + t * slot, + slot)
+  uint32_t lkey;
+  uint32_t slot;
+  uint64_t* log;  // per thread, 5 words: post status, SRQ index posted, wait status, index, byte count
+};
+
+// Every thread posts one receive into its own slot to the SRQ and logs the WQE it used.
+GDAKI_HD inline void post_srq_receives_kernel(const srq_grid_args& a) {
+  const uint32_t t = recv_grid_thread();
+  uint32_t index = ~0u;
+  a.log[5 * t] = static_cast<uint64_t>(
+      gdaki::dev::recv_post(*a.srq, {a.buf + uint64_t{t} * a.slot, a.lkey}, a.slot, &index));
+  a.log[5 * t + 1] = index;
+}
+
+// Every thread takes one receive completion of its QP (the SRQ's WQE goes back to the
+// free list as it does) and logs which WQE it was and how many bytes it carried.
+GDAKI_HD inline void wait_srq_receives_kernel(const srq_grid_args& a, uint64_t timeout_ns) {
+  const uint32_t t = recv_grid_thread();
+  gdaki::dev::recv_completion c{};
+  a.log[5 * t + 2] = static_cast<uint64_t>(gdaki::dev::recv_wait(*a.qp[t & 1], &c, timeout_ns));
+  a.log[5 * t + 3] = c.index;
+  a.log[5 * t + 4] = c.byte_cnt;
+}
+
 // Lane-parallel SENDs at warp scope: lane l sends `bytes` from src + l * bytes, with the
 // lane number as immediate; skip_lane (or none: ~0u) posts nothing.
 GDAKI_HD inline void warp_send_kernel(gdaki::dev::qp_handle* qp, uint64_t src, uint32_t lkey, uint32_t bytes,

@@ -23,6 +23,7 @@
 #include "gdaki/verbs/mr.hpp"
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "gdaki/verbs/srq.hpp"
 #include "support/patterned_region.hpp"
 
 namespace {
@@ -454,6 +455,112 @@ TEST(device_twosided, sizes_the_qp_cannot_take_are_invalid_and_post_nothing) {
   proxy.backend = dev::qp_backend::proxy;  // the proxy's descriptors have no SEND
   EXPECT_EQ(dev::send(proxy, e.src.at(), 8, &t), status::not_supported);
   EXPECT_EQ(e.a.h->sq_reserved, 0u);
+}
+
+// Senders a[i] -> receivers b[i], both b on one SRQ, all exported for CPU threads.
+struct srq_env {
+  verbs::device d = verbs::device::open("soft0");
+  verbs::pd pd{d};
+  verbs::srq srq;
+  side a[2], b[2];
+  buffer src{pd, 1 << 16, 0x33}, dst{pd, 1 << 16, 0x5c};
+
+  explicit srq_env(uint32_t max_wr) {
+    verbs::srq_init si;
+    si.max_wr = max_wr;
+    si.max_sge = 1;
+    srq = verbs::srq(pd, si);
+    verbs::qp_attr at;
+    at.min_rnr_timer = 1;
+    at.rnr_retry = 7;
+    at.timeout = 8;
+    at.retry_cnt = 2;
+    for (int i = 0; i < 2; ++i) {
+      make(a[i], false);
+      make(b[i], true);
+      verbs::connect_rc(a[i].qp, b[i].qp.qpn(), verbs::access::all, at);
+      verbs::connect_rc(b[i].qp, a[i].qp.qpn(), verbs::access::all, at);
+      for (side* s : {&a[i], &b[i]}) {
+        s->hs = std::make_unique<dev::cq_handle>(s->scq.export_handle());
+        s->hr = std::make_unique<dev::cq_handle>(s->rcq.export_handle());
+        verbs::qp_export_options eo;
+        eo.srq = srq.host_handle();  // ignored for the senders, which have RQs
+        s->h = std::make_unique<dev::qp_handle>(s->qp.export_handle(s->hs.get(), s->hr.get(), eo));
+      }
+    }
+  }
+  void make(side& s, bool on_srq) {
+    verbs::cq_init ci;
+    ci.depth = 256;
+    s.scq = verbs::cq(d, ci);
+    s.rcq = verbs::cq(d, ci);
+    verbs::qp_init qi;
+    qi.send_cq = &s.scq;
+    qi.recv_cq = &s.rcq;
+    qi.sq_wqebbs = 64;
+    qi.rq_wqes = 16;
+    qi.srq = on_srq ? &srq : nullptr;
+    s.qp = verbs::qp(pd, qi);
+  }
+};
+
+TEST(device_twosided, threads_of_a_grid_post_to_an_srq_and_two_qps_take_its_receives) {
+  srq_env e(127);
+  constexpr uint32_t blocks = 2, threads = 32, n = blocks * threads, slot = 64;
+  std::vector<uint64_t> log(5 * n, ~0ull);
+  device_test::srq_grid_args args{e.srq.host_handle(), {e.b[0].h.get(), e.b[1].h.get()}, e.dst.at().addr,
+                                  e.dst.mr.lkey(), slot, log.data()};
+  dev::host::launch(blocks, threads, [&] { device_test::post_srq_receives_kernel(args); });
+  std::vector<int> slot_of(e.srq.caps().wqes, -1);
+  for (uint32_t t = 0; t < n; ++t) {
+    ASSERT_EQ(static_cast<status>(log[5 * t]), status::ok) << t;
+    ASSERT_LT(log[5 * t + 1], e.srq.caps().wqes);
+    ASSERT_EQ(slot_of[log[5 * t + 1]], -1) << "two posts took WQE " << log[5 * t + 1];
+    slot_of[log[5 * t + 1]] = static_cast<int>(t);
+  }
+  // n / 2 messages from each sender: message m of sender i is 4 + m % 60 bytes, tagged.
+  for (uint32_t m = 0; m < n / 2; ++m) {
+    for (uint32_t i = 0; i < 2; ++i) {
+      const uint32_t k = 2 * m + i;
+      auto* msg = reinterpret_cast<uint32_t*>(e.src.data() + k * slot);
+      msg[0] = 0x7a000000u | (i << 16) | m;
+      uint64_t t = 0;
+      ASSERT_EQ(dev::send(*e.a[i].h, e.src.at(k * slot), 4 + m % 60, &t), status::ok);
+      ASSERT_EQ(dev::wait(*e.a[i].h, t, bound), status::ok) << m;
+    }
+  }
+  dev::host::launch(blocks, threads, [&] { device_test::wait_srq_receives_kernel(args, bound); });
+  std::set<uint64_t> indices;
+  std::set<uint32_t> tags;
+  for (uint32_t t = 0; t < n; ++t) {
+    ASSERT_EQ(static_cast<status>(log[5 * t + 2]), status::ok) << t;
+    const uint64_t idx = log[5 * t + 3];
+    ASSERT_LT(idx, slot_of.size());
+    ASSERT_GE(slot_of[idx], 0) << "completion names WQE " << idx << ", never posted";
+    EXPECT_TRUE(indices.insert(idx).second) << "WQE " << idx << " completed twice";
+    uint32_t tag = 0;
+    std::memcpy(&tag, e.dst.data() + static_cast<uint32_t>(slot_of[idx]) * slot, 4);
+    ASSERT_EQ(tag >> 24, 0x7au) << "the receive's slot holds a message";
+    EXPECT_EQ((tag >> 16) & 0xff, t & 1) << "a message of sender " << ((tag >> 16) & 0xff) << " on QP " << (t & 1);
+    EXPECT_EQ(log[5 * t + 4], 4 + (tag & 0xffff) % 60) << "the byte count is that message's";
+    tags.insert(tag & 0xffffff);
+  }
+  EXPECT_EQ(indices.size(), n) << "every receive completed once";
+  EXPECT_EQ(tags.size(), n) << "every message landed in exactly one receive";
+  // Every WQE went back on the free list: the SRQ takes max_wr receives again.
+  const dev::srq_handle& h = *e.srq.host_handle();
+  EXPECT_EQ(h.freed, n);
+  for (uint32_t k = 0; k < e.srq.caps().max_wr; ++k) ASSERT_EQ(dev::recv_post(*e.srq.host_handle(), e.dst.at(), 8), status::ok) << k;
+  EXPECT_EQ(dev::recv_post(*e.srq.host_handle(), e.dst.at(), 8), status::again);
+  dev::recv_completion c{};
+  EXPECT_EQ(dev::recv_poll(*e.b[0].h, &c), status::again);
+  EXPECT_EQ(dev::recv_poll(*e.b[1].h, &c), status::again);
+}
+
+TEST(device_twosided, a_qp_on_an_srq_takes_no_receive_of_its_own) {
+  srq_env e(8);
+  EXPECT_EQ(dev::recv_post(*e.b[0].h, e.dst.at(), 64), status::invalid);
+  EXPECT_EQ(e.b[0].h->rq_reserved, 0u);
 }
 
 }  // namespace

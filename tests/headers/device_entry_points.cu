@@ -83,6 +83,14 @@ __global__ void receive_calls(qp_handle* qp, local_ptr l, uint64_t* out) {
   out[2] = static_cast<uint64_t>(recv_wait(*qp, &c, 1000)) + c.byte_cnt + c.imm_raw + c.index + c.payload[0];
 }
 
+// Shared receive queues (sq.hpp, twosided.hpp): thread-scope calls.
+__global__ void srq_calls(srq_handle* srq, const sge* g, local_ptr l, uint64_t* out) {
+  uint32_t index = 0;
+  out[0] = static_cast<uint64_t>(srq_post(*srq, g, 1, &index));
+  out[1] = static_cast<uint64_t>(srq_free(*srq, index));
+  out[2] = static_cast<uint64_t>(recv_post(*srq, l, 64, &index)) + index + srq_wqes(*srq);
+}
+
 __global__ void device_api(qp_handle* qp, remote_ptr r, local_ptr l, uint64_t* out) {
   device_api_calls<scope_thread, sharing::exclusive>(*qp, r, l, out);
   device_api_calls<scope_thread, sharing::grid>(*qp, r, l, out);

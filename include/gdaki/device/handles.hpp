@@ -52,6 +52,28 @@ GDAKI_HD constexpr prm::syndrome err_syndrome_of(uint64_t state) {
   return state == no_error_state ? prm::syndrome::none : static_cast<prm::syndrome>(state >> 56);
 }
 
+// A shared receive queue (SRQ): receive WQEs that any QP bound to it may consume. Its
+// WQEs (2^log_wqes of 2^log_stride bytes: prm::srq_next_seg, then data segments) form a
+// linked list: posting takes the WQE at `head` and follows its link; a completed WQE is
+// linked after `tail` (srq_free), as rdma-core's mlx5 provider does. One WQE always stays
+// on the list (head != tail), so a post never writes the link the NIC may be following.
+// The NIC counts WQEs posted through the doorbell record's receive word.
+struct srq_handle {
+  uint8_t* buf;
+  uint32_t log_wqes;
+  uint32_t log_stride;
+  prm::qp_dbrec* dbrec;  // only rcv is used: WQEs ever posted, mod 2^16 (srq->db[MLX5_RCV_DBR])
+  uint32_t srqn;
+  uint32_t max_sge;  // data segments per WQE
+  // Posting state, changed only under `lock` (posts and frees come from any thread).
+  alignas(64) uint32_t lock;
+  uint32_t head;     // the next free WQE to fill
+  uint32_t tail;     // the last free WQE (frees link after it)
+  uint32_t reserved;
+  uint64_t posted;   // WQEs ever posted (free-running; the DBR holds its low 16 bits)
+  uint64_t freed;    // WQEs ever returned by srq_free
+};
+
 struct cq_handle {
   prm::cqe64* cqes;  // 2^log_cqe_cnt entries of 64 bytes
   prm::cq_dbrec* dbrec;
@@ -95,6 +117,7 @@ struct qp_handle {
   uint8_t* rq_buf;  // 2^log_rq_wqes receive WQEs of 2^log_rq_stride bytes
   uint32_t log_rq_wqes;
   uint32_t log_rq_stride;
+  srq_handle* srq;  // the shared receive queue this QP receives from, or null (own RQ)
   cq_handle* send_cq;  // must serve this QP only (the poller rebuilds WQE indexes from it)
   cq_handle* recv_cq;
   host_doorbell_hook_fn host_doorbell_hook;
@@ -127,6 +150,9 @@ struct qp_handle {
   uint64_t rq_completed;
 };
 
+static_assert(std::is_trivially_copyable_v<srq_handle> && std::is_standard_layout_v<srq_handle>,
+              "the SRQ handle is plain data copied to GPU memory");
+static_assert(offsetof(srq_handle, lock) % 64 == 0, "the posting state has its own line");
 static_assert(std::is_trivially_copyable_v<qp_handle> && std::is_trivially_copyable_v<cq_handle>,
               "handles are plain data copied to GPU memory");
 static_assert(std::is_standard_layout_v<qp_handle> && std::is_standard_layout_v<cq_handle>,
@@ -149,5 +175,6 @@ static_assert(offsetof(cq_handle, ci) % 64 == 0, "the CQ's claim counter has its
 GDAKI_HD constexpr uint32_t sq_wqebbs(const qp_handle& qp) { return 1u << qp.log_sq_wqebbs; }
 GDAKI_HD constexpr uint32_t rq_wqes(const qp_handle& qp) { return 1u << qp.log_rq_wqes; }
 GDAKI_HD constexpr uint32_t cqe_count(const cq_handle& cq) { return 1u << cq.log_cqe_cnt; }
+GDAKI_HD constexpr uint32_t srq_wqes(const srq_handle& s) { return 1u << s.log_wqes; }
 
 }  // namespace gdaki::dev

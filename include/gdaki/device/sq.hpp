@@ -107,13 +107,32 @@ GDAKI_HD inline status sq_quiet(qp_handle& qp, uint64_t timeout_ns = wait_foreve
 // Receive queue
 // ---------------------------------------------------------------------------------------
 
-// Consumes one receive CQE and retires the receive WQE it names. Returns ok or again.
+// Consumes one receive CQE and retires the receive WQE it names; for a QP on an SRQ,
+// out->wqe_counter is the SRQ's WQE index and the WQE returns to the SRQ's free list
+// (srq_free). Returns ok or again.
 GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out);
 
 // Posts one receive WQE scattering into sgl[0..num_sge). Thread-safe; the RQ doorbell
-// record is written in posting order. Returns ok, again (RQ full) or invalid (too many
-// entries for the stride).
+// record is written in posting order. Returns ok, again (RQ full) or
+// invalid (too many entries for the stride, or the QP receives from an SRQ).
 GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge);
+
+// ---------------------------------------------------------------------------------------
+// Shared receive queue
+// ---------------------------------------------------------------------------------------
+
+// Posts one receive WQE scattering into sgl[0..num_sge) on the SRQ: the free WQE at the
+// list head is filled, then the doorbell record counts it. Thread-safe (a short spin lock,
+// as rdma-core's mlx5_post_srq_recv takes one). Returns ok, again (every WQE but the one
+// the list keeps is posted and not yet freed) or invalid (num_sge > srq.max_sge). *index
+// (if not null) receives the WQE's index: the wqe_counter of its CQE (rdma-core keys its
+// wr_id table by it).
+GDAKI_HD inline status srq_post(srq_handle& srq, const sge* sgl, uint32_t num_sge, uint32_t* index = nullptr);
+
+// Returns SRQ WQE `index` (a receive CQE's wqe_counter) to the free list, after its
+// completion has been consumed and its buffers are no longer needed by the NIC.
+// Thread-safe. Returns ok, or invalid (index out of range).
+GDAKI_HD inline status srq_free(srq_handle& srq, uint32_t index);
 
 }  // namespace gdaki::dev
 

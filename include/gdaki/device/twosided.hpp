@@ -54,8 +54,15 @@ GDAKI_HD inline status send_inline(qp_handle& qp, const void* data, uint32_t len
 
 // Posts one receive of [dst.addr, dst.addr + bytes) (LOCAL_WRITE registration); 0 bytes
 // posts a zero-capacity receive (it absorbs an empty SEND or a WRITE_IMM). Thread-safe.
-// Returns ok, again (the RQ holds as many receives as it has slots) or invalid.
+// Returns ok, again (the RQ holds as many receives as it has slots) or invalid (the QP
+// receives from an SRQ: post to the SRQ instead).
 GDAKI_HD inline status recv_post(qp_handle& qp, local_ptr dst, uint32_t bytes);
+
+// Posts one receive of [dst.addr, dst.addr + bytes) to a shared receive queue: the next
+// message to arrive on any QP bound to it (created with qp_init::srq) takes it. *index
+// (if not null) receives the SRQ WQE used, which its completion reports as `index`.
+// Thread-safe (srq_post). Returns ok, again (max_wr receives outstanding) or invalid.
+GDAKI_HD inline status recv_post(srq_handle& srq, local_ptr dst, uint32_t bytes, uint32_t* index = nullptr);
 
 // One receive completion, decoded.
 struct recv_completion {
@@ -67,13 +74,16 @@ struct recv_completion {
   bool solicited;           // the sender set SE
   uint32_t src_qpn;         // sender's QPN (meaningless when the payload in the CQE exceeds 24 B:
                             // it covers CQE bytes 24..27, as on a ConnectX)
-  uint64_t index;           // which receive: the index-th posted on this QP (free-running)
+  uint64_t index;           // which receive: the index-th posted on this QP (free-running);
+                            // on an SRQ, the SRQ WQE it used (recv_post's *index)
   bool payload_in_cqe;      // scatter-to-CQE: the payload arrived in the CQE (and was copied
                             // into the posted buffer by recv_poll)
   uint8_t payload[prm::cqe_inline_scatter_max];  // its bytes when payload_in_cqe
 };
 
-// Consumes the next receive completion of qp, if there is one. Returns ok (a successful
+// Consumes the next receive completion of qp, if there is one; on a QP bound to an SRQ
+// the receive's WQE then goes back on the SRQ's free list (srq_free), so a kernel that
+// still needs its buffer must not post it again before. Returns ok (a successful
 // receive: *out filled, payload in its buffer), io_error (a receive completed in error:
 // *out filled, out->syndrome says why; the QP is in ERR) or again (none yet). Safe from
 // many threads at once: each completion goes to exactly one caller.

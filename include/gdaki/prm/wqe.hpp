@@ -79,6 +79,17 @@ struct data_seg {
   be64 addr;
 };
 
+// Shared receive queue WQE header (mlx5_wqe_srq_next_seg): the SRQ's WQEs form a linked
+// list through next_wqe_index, so receives freed out of order (several QPs complete them)
+// go back to its tail and the NIC follows the links, not the ring order. Data segments
+// (data_seg, terminated by invalid_lkey when short) follow at byte 16.
+struct srq_next_seg {
+  uint8_t rsvd0[2];
+  be16 next_wqe_index;  // the WQE the NIC takes after this one
+  uint8_t signature;
+  uint8_t rsvd1[11];
+};
+
 // 2.4 Inline data segment header; the payload follows at byte 4, unswapped.
 struct inline_seg {
   be32 byte_count;  // inline_flag | length
@@ -128,6 +139,9 @@ static_assert(sizeof(raddr_seg) == 16 && offsetof(raddr_seg, rkey) == 8,
 static_assert(sizeof(data_seg) == 16 && offsetof(data_seg, lkey) == 4 &&
                   offsetof(data_seg, addr) == 8,
               "data segment is 16 bytes: byte_count, lkey, addr (PRM 2.3)");
+static_assert(sizeof(srq_next_seg) == 16 && offsetof(srq_next_seg, next_wqe_index) == 2 &&
+                  offsetof(srq_next_seg, signature) == 4,
+              "mlx5_wqe_srq_next_seg: rdma-core's mlx5_post_srq_recv follows next_wqe_index at byte 2");
 static_assert(sizeof(atomic_seg) == 16 && offsetof(atomic_seg, compare) == 8,
               "atomic segment is swap_add then compare (PRM 2.5)");
 static_assert(sizeof(masked_cs32_seg) == 16 && sizeof(masked_cs64_seg) == 32 &&

@@ -21,6 +21,7 @@
 #include "gdaki/verbs/pd.hpp"
 #include "gdaki/verbs/provider_caps.hpp"
 #include "gdaki/verbs/qp.hpp"
+#include "gdaki/verbs/srq.hpp"
 
 namespace gdaki::verbs {
 
@@ -40,6 +41,7 @@ struct qp_create_args {
   const qp_init* init = nullptr;
   provider_object* send_cq = nullptr;
   provider_object* recv_cq = nullptr;
+  provider_object* srq = nullptr;  // init->srq's provider object, or null (the QP has an RQ)
 };
 
 struct provider_ops {
@@ -67,6 +69,13 @@ struct provider_ops {
   status (*destroy_qp)(provider_object* qp) = nullptr;
   status (*export_qp)(provider_object* qp, const qp_export_options& opt, dev::qp_handle* out,
                       std::string* why) = nullptr;
+  // Shared receive queues. export_srq fills the geometry (buf, log_wqes, log_stride, dbrec,
+  // srqn, max_sge) with the WQE links already in place (i -> i + 1, ring order); the
+  // control path sets the free-list state.
+  status (*create_srq)(provider_object* pd, const srq_init& init, provider_object** out, uint32_t* srqn,
+                       srq_caps* caps, std::string* why) = nullptr;
+  status (*destroy_srq)(provider_object* srq) = nullptr;
+  status (*export_srq)(provider_object* srq, dev::srq_handle* out, std::string* why) = nullptr;
 };
 
 // The not_supported defaults (src/verbs/provider_defaults.cpp).
@@ -85,6 +94,8 @@ status create_qp(provider_object*, const qp_create_args&, provider_object**, uin
 status modify_qp(provider_object*, const qp_attr&, uint32_t, std::string*);
 status query_qp(provider_object*, qp_attr*, std::string*);
 status export_qp(provider_object*, const qp_export_options&, dev::qp_handle*, std::string*);
+status create_srq(provider_object*, const srq_init&, provider_object**, uint32_t*, srq_caps*, std::string*);
+status export_srq(provider_object*, dev::srq_handle*, std::string*);
 }  // namespace defaults
 
 // Fills every empty slot with its not_supported default. Use it to build the const table:
@@ -108,6 +119,9 @@ constexpr provider_ops with_defaults(provider_ops o) {
   if (!o.query_qp) o.query_qp = defaults::query_qp;
   if (!o.destroy_qp) o.destroy_qp = defaults::destroy;
   if (!o.export_qp) o.export_qp = defaults::export_qp;
+  if (!o.create_srq) o.create_srq = defaults::create_srq;
+  if (!o.destroy_srq) o.destroy_srq = defaults::destroy;
+  if (!o.export_srq) o.export_srq = defaults::export_srq;
   return o;
 }
 

@@ -15,6 +15,8 @@
 
 namespace gdaki::verbs {
 
+class srq;  // gdaki/verbs/srq.hpp
+
 // Values of ibv_qp_state (PRM 6.1).
 enum class qp_state : uint32_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
 const char* to_string(qp_state s);
@@ -24,6 +26,8 @@ struct qp_init {
   const cq* recv_cq = nullptr;  // required; a different CQ from send_cq for the data path
   uint32_t sq_wqebbs = 256;     // SQ depth in 64-byte WQEBBs; rounded up to a power of 2
   uint32_t rq_wqes = 256;       // RQ depth in receive WQEs; rounded up to a power of 2
+                                // (ignored with srq: such a QP has no RQ)
+  const verbs::srq* srq = nullptr;  // receive from this shared receive queue (same PD), not an RQ
   uint32_t max_send_sge = 4;    // largest gather list in one send WQE
   uint32_t max_recv_sge = 4;    // largest scatter list in one receive WQE (sets the stride)
   uint32_t max_inline = 64;     // largest inline payload, bytes
@@ -126,6 +130,9 @@ struct qp_export_options {
   // Refuse a send CQ with fewer CQEs than the SQ has WQEBBs (every WQE may be signalled,
   // so that many CQEs can be outstanding). Only tests of CQ overrun turn it off.
   bool check_cq_depth = true;
+  // Where the caller placed the handle of the QP's SRQ (verbs::srq::host_handle() or an
+  // export_handle() copy); required for a QP created with qp_init::srq, else ignored.
+  dev::srq_handle* srq = nullptr;
 };
 
 class qp {

@@ -68,6 +68,24 @@ struct soft_cq : verbs::provider_object {
   std::atomic<bool> error{false};  // overrun without ignore_overrun
 };
 
+// A shared receive queue. The NIC side (`mu`): how many WQEs it has taken and which it
+// takes next, following the links of the WQEs themselves (prm::srq_next_seg), as a
+// ConnectX does; the posting side lives in the data path's dev::srq_handle.
+struct soft_srq : verbs::provider_object {
+  soft_device* dev = nullptr;
+  soft_pd* pd = nullptr;
+  uint32_t srqn = 0;
+  uint32_t log_n = 0, log_stride = 0, max_sge = 0;
+  ring_memory ring;     // 2^log_n WQEs of 2^log_stride bytes
+  ring_memory dbr_mem;  // its doorbell record (the receive word), on its own cache line
+  uint8_t* wqes = nullptr;
+  prm::qp_dbrec* dbrec = nullptr;
+  // Taken by responders of several QPs at once: this lock makes each WQE go to one of them.
+  std::mutex mu;
+  uint64_t taken = 0;     // WQEs consumed (the DBR's count minus this, mod 2^16, are waiting)
+  uint32_t next_wqe = 0;  // the WQE the next receive takes
+};
+
 enum class stall_kind : uint8_t { none, rnr, transport };
 
 // The word soft_qp::state holds for s (the engine compares it without a lock).
@@ -78,6 +96,7 @@ struct soft_qp : verbs::provider_object {
   soft_pd* pd = nullptr;
   soft_cq* scq = nullptr;
   soft_cq* rcq = nullptr;
+  soft_srq* srq = nullptr;  // receives come from here (the QP then has no RQ)
   uint32_t qpn = 0;
   uint32_t user_index = 0;
   uint32_t log_sq = 0, log_rq = 0, log_rq_stride = 0;

@@ -35,5 +35,10 @@ status modify_qp(provider_object* qp, const verbs::qp_attr& attr, uint32_t mask,
 status query_qp(provider_object* qp, verbs::qp_attr* out, std::string* why);
 status destroy_qp(provider_object* qp);
 status export_qp(provider_object* qp, const verbs::qp_export_options& opt, dev::qp_handle* out, std::string* why);
+// soft_srq.cpp
+status create_srq(provider_object* pd, const verbs::srq_init& init, provider_object** out, uint32_t* srqn,
+                  verbs::srq_caps* caps, std::string* why);
+status destroy_srq(provider_object* srq);
+status export_srq(provider_object* srq, dev::srq_handle* out, std::string* why);
 
 }  // namespace gdaki::soft

@@ -27,6 +27,9 @@ const verbs::provider_ops ops = verbs::with_defaults({
     .query_qp = query_qp,
     .destroy_qp = destroy_qp,
     .export_qp = export_qp,
+    .create_srq = create_srq,
+    .destroy_srq = destroy_srq,
+    .export_srq = export_srq,
 });
 
 const verbs::provider_ops* provider_table() { return &ops; }

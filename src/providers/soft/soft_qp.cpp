@@ -46,6 +46,11 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->pd = p;
   q->scq = scq;
   q->rcq = rcq;
+  q->srq = static_cast<soft_srq*>(args.srq);
+  if (q->srq != nullptr && q->srq->pd != p) {
+    *why = "the SRQ belongs to another PD";
+    return status::invalid;
+  }
   q->user_index = in.user_index & 0xffffff;
   q->log_sq = log2_ceil(in.sq_wqebbs);
   q->log_rq = log2_ceil(in.rq_wqes);
@@ -56,7 +61,12 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->max_send_sge = in.max_send_sge;
   q->max_recv_sge = (1u << q->log_rq_stride) / 16;
   status st = q->sq_mem.place(in.sq_ring, size_t{sq_n} * prm::wqebb_bytes, "sq ring", why);
-  if (st == status::ok) st = q->rq_mem.place(in.rq_ring, size_t{1} << (q->log_rq + q->log_rq_stride), "rq ring", why);
+  // A QP on an SRQ has no RQ: its doorbell record's receive word stays 0, so nothing is
+  // ever flushed from it, and its receives come from the SRQ (responder_impl.hpp).
+  if (q->srq != nullptr) q->log_rq = 0;
+  if (st == status::ok && q->srq == nullptr) {
+    st = q->rq_mem.place(in.rq_ring, size_t{1} << (q->log_rq + q->log_rq_stride), "rq ring", why);
+  }
   if (st == status::ok) st = q->dbr_mem.allocate(64, why);
   if (st == status::ok) st = q->uar_mem.allocate(uar_page_bytes, why);
   if (st != status::ok) return st;
@@ -72,8 +82,8 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   }
   p->dev->eng->add(q);
   caps->sq_wqebbs = sq_n;
-  caps->rq_wqes = 1u << q->log_rq;
-  caps->rq_stride = 1u << q->log_rq_stride;
+  caps->rq_wqes = q->srq != nullptr ? 0 : 1u << q->log_rq;
+  caps->rq_stride = q->srq != nullptr ? 0 : 1u << q->log_rq_stride;
   caps->max_send_sge = in.max_send_sge;
   caps->max_recv_sge = q->max_recv_sge;
   caps->max_inline = in.max_inline;

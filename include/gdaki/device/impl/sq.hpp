@@ -278,6 +278,8 @@ GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out) {
   no_peek peek;
   const status st = cq_poll_one(*qp.recv_cq, out, &pos, peek);
   if (st != status::ok) return st;
+  // A QP on an SRQ: the CQE names the SRQ's WQE, which goes back on its free list.
+  if (qp.srq != nullptr) return srq_free(*qp.srq, out->wqe_counter);
   const uint64_t full = widen16(arch::local::load_acquire(&qp.rq_ready), out->wqe_counter);
   arch::local::fetch_max(&qp.rq_completed, full + 1);
   return status::ok;
@@ -285,7 +287,7 @@ GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out) {
 
 GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge) {
   const uint32_t slots = (1u << qp.log_rq_stride) / 16;
-  if (num_sge > slots) return status::invalid;
+  if (qp.srq != nullptr || num_sge > slots) return status::invalid;  // an SRQ QP has no RQ
   uint64_t idx = arch::local::load_acquire(&qp.rq_reserved);
   do {
     if (idx - arch::local::load_acquire(&qp.rq_completed) >= rq_wqes(qp)) return status::again;
@@ -307,6 +309,67 @@ GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge) 
   arch::fence_to_device();
   arch::store_release(&qp.dbrec->rcv.raw, prm::to_be32(static_cast<uint32_t>((idx + 1) & 0xffff)).raw);
   arch::local::store_release(&qp.rq_ready, idx + 1);
+  return status::ok;
+}
+
+namespace detail {
+
+// The SRQ's posting lock: posts and frees are a few stores each, so a spin suffices.
+GDAKI_HD inline void srq_lock(srq_handle& srq) {
+  for (uint32_t i = 0; !arch::local::compare_swap(&srq.lock, 0u, 1u); ++i) arch::spin_pause(i);
+}
+GDAKI_HD inline void srq_unlock(srq_handle& srq) { arch::local::store_release(&srq.lock, 0u); }
+
+GDAKI_HD inline uint8_t* srq_wqe(const srq_handle& srq, uint32_t index) {
+  return srq.buf + (static_cast<uint64_t>(index & (srq_wqes(srq) - 1)) << srq.log_stride);
+}
+
+}  // namespace detail
+
+GDAKI_HD inline status srq_post(srq_handle& srq, const sge* sgl, uint32_t num_sge, uint32_t* index) {
+  if (num_sge > srq.max_sge) return status::invalid;
+  detail::srq_lock(srq);
+  const uint32_t idx = arch::local::load_relaxed(&srq.head);
+  if (idx == arch::local::load_relaxed(&srq.tail)) {  // only the kept WQE is free
+    detail::srq_unlock(srq);
+    return status::again;
+  }
+  uint8_t* w = detail::srq_wqe(srq, idx);
+  // The link of a free WQE other than the tail was written before it became reachable
+  // (at creation, or by the srq_free that appended its successor), under this lock.
+  const uint32_t next = prm::from_be(reinterpret_cast<const prm::srq_next_seg*>(w)->next_wqe_index);
+  auto* seg = reinterpret_cast<prm::data_seg*>(w + sizeof(prm::srq_next_seg));
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    seg[i].byte_count = prm::to_be32(sgl[i].length);
+    seg[i].lkey = prm::to_be32(sgl[i].lkey);
+    seg[i].addr = prm::to_be64(sgl[i].addr);
+  }
+  if (num_sge < srq.max_sge) {  // terminator: a zero-length entry with the invalid lkey
+    seg[num_sge].byte_count = prm::to_be32(0);
+    seg[num_sge].lkey = prm::to_be32(prm::invalid_lkey);
+    seg[num_sge].addr = prm::to_be64(0);
+  }
+  arch::local::store_relaxed(&srq.head, next & (srq_wqes(srq) - 1));
+  const uint64_t posted = arch::local::load_relaxed(&srq.posted) + 1;
+  arch::local::store_relaxed(&srq.posted, posted);
+  // The WQE's bytes before the DBR word that lets the NIC take it (rdma-core's
+  // udma_to_device_barrier in mlx5_post_srq_recv); DBR stores stay in order under the lock.
+  arch::fence_to_device();
+  arch::store_release(&srq.dbrec->rcv.raw, prm::to_be32(static_cast<uint32_t>(posted & 0xffff)).raw);
+  detail::srq_unlock(srq);
+  if (index != nullptr) *index = idx;
+  return status::ok;
+}
+
+GDAKI_HD inline status srq_free(srq_handle& srq, uint32_t index) {
+  if (index >= srq_wqes(srq)) return status::invalid;
+  detail::srq_lock(srq);
+  // The tail is free and not posted, so the NIC never reads its link: appending is safe.
+  auto* t = reinterpret_cast<prm::srq_next_seg*>(detail::srq_wqe(srq, arch::local::load_relaxed(&srq.tail)));
+  t->next_wqe_index = prm::to_be16(static_cast<uint16_t>(index));
+  arch::local::store_relaxed(&srq.tail, index);
+  arch::local::store_relaxed(&srq.freed, arch::local::load_relaxed(&srq.freed) + 1);
+  detail::srq_unlock(srq);
   return status::ok;
 }
 

@@ -79,6 +79,11 @@ GDAKI_HD inline status recv_post(qp_handle& qp, local_ptr dst, uint32_t bytes) {
   return rq_post(qp, &g, bytes != 0 ? 1u : 0u);
 }
 
+GDAKI_HD inline status recv_post(srq_handle& srq, local_ptr dst, uint32_t bytes, uint32_t* index) {
+  const sge g{dst.addr, bytes, dst.lkey};
+  return srq_post(srq, &g, bytes != 0 ? 1u : 0u, index);
+}
+
 namespace detail {
 
 // Copies a scatter-to-CQE payload out of the CQE before the claim; discarded if the claim
@@ -93,8 +98,14 @@ GDAKI_HD GDAKI_SPECULATIVE_READ inline void copy_cqe_payload(const prm::cqe64* c
 // rq_completed passes it, which the caller does only afterwards. Returns false (local
 // length error, rdma-core's IBV_WC_LOC_LEN_ERR) when the list is too short.
 GDAKI_HD inline bool scatter_from_cqe(const qp_handle& qp, uint64_t index, const uint8_t* payload, uint32_t n) {
-  const auto* seg = reinterpret_cast<const prm::data_seg*>(qp.rq_buf + ((index & (rq_wqes(qp) - 1)) << qp.log_rq_stride));
-  const uint32_t slots = (1u << qp.log_rq_stride) / 16;
+  const srq_handle* q = qp.srq;
+  // An SRQ WQE's list follows its 16-byte next segment; it is not freed before this copy.
+  const auto* seg = q != nullptr
+                        ? reinterpret_cast<const prm::data_seg*>(srq_wqe(*q, static_cast<uint32_t>(index)) +
+                                                                 sizeof(prm::srq_next_seg))
+                        : reinterpret_cast<const prm::data_seg*>(qp.rq_buf +
+                                                                 ((index & (rq_wqes(qp) - 1)) << qp.log_rq_stride));
+  const uint32_t slots = q != nullptr ? q->max_sge : (1u << qp.log_rq_stride) / 16;
   uint32_t done = 0;
   for (uint32_t i = 0; i < slots && done < n; ++i) {
     if (prm::from_be(seg[i].lkey) == prm::invalid_lkey) break;
@@ -134,13 +145,18 @@ GDAKI_HD inline status recv_poll(qp_handle& qp, recv_completion* out) {
   out->imm_raw = out->has_imm ? c.imm_raw : 0;
   out->solicited = c.solicited;
   out->src_qpn = c.src_qpn;
-  out->index = widen16(arch::local::load_acquire(&qp.rq_ready), c.wqe_counter);
+  // An SRQ's CQE names its WQE by index (the free list reuses them in any order).
+  out->index = qp.srq != nullptr ? c.wqe_counter : widen16(arch::local::load_acquire(&qp.rq_ready), c.wqe_counter);
   out->payload_in_cqe = inline_len != 0;
   if (inline_len != 0 && !detail::scatter_from_cqe(qp, out->index, out->payload, inline_len)) {
     out->opcode = prm::cqe_opcode::resp_err;
     out->syndrome = prm::syndrome::local_length;
   }
-  arch::local::fetch_max(&qp.rq_completed, out->index + 1);
+  if (qp.srq != nullptr) {
+    srq_free(*qp.srq, static_cast<uint32_t>(out->index));
+  } else {
+    arch::local::fetch_max(&qp.rq_completed, out->index + 1);
+  }
   return out->syndrome == prm::syndrome::none ? status::ok : status::io_error;
 }
 

@@ -50,26 +50,76 @@ inline bool rq_has_wqe(const soft_qp& resp) {
   return ((dbr - static_cast<uint32_t>(resp.rq_ci)) & 0xffff) != 0;
 }
 
+// The receive WQE a message lands in: the next of the QP's RQ, or one taken from its SRQ.
+struct recv_wqe {
+  const prm::data_seg* seg = nullptr;  // its scatter list
+  uint32_t slots = 0;                  // data segments it can hold
+  uint16_t counter = 0;                // what the CQE's wqe_counter says
+};
+
+// Takes the receive WQE for a message arriving at resp; false when there is none (RNR).
+// RQ: the next WQE, consumed by complete_recv. SRQ: claimed here, under the SRQ's lock, so
+// that the responder of another QP on the same SRQ cannot take it too; the next one is
+// the claimed WQE's link (srq_next_seg), as the NIC follows the list the posters keep.
+inline bool take_recv(soft_qp& resp, recv_wqe* out) {
+  if (resp.srq == nullptr) {
+    if (!rq_has_wqe(resp)) return false;
+    out->slots = (1u << resp.log_rq_stride) / 16;
+    out->seg = reinterpret_cast<const prm::data_seg*>(resp.rq + ((resp.rq_ci & (resp.rq_wqes() - 1)) << resp.log_rq_stride));
+    out->counter = static_cast<uint16_t>(resp.rq_ci);
+    return true;
+  }
+  soft_srq& q = *resp.srq;
+  std::lock_guard lk(q.mu);
+  // Acquire: the WQE's bytes were written before the DBR word that counts it (srq_post).
+  const uint32_t dbr = prm::from_be(prm::be32{dev::arch::load_acquire(&q.dbrec->rcv.raw)}) & 0xffff;
+  if (((dbr - static_cast<uint32_t>(q.taken)) & 0xffff) == 0) return false;
+  const uint8_t* w = q.wqes + (static_cast<size_t>(q.next_wqe) << q.log_stride);
+  out->seg = reinterpret_cast<const prm::data_seg*>(w + sizeof(prm::srq_next_seg));
+  out->slots = q.max_sge;
+  out->counter = static_cast<uint16_t>(q.next_wqe);
+  q.next_wqe = prm::from_be(reinterpret_cast<const prm::srq_next_seg*>(w)->next_wqe_index) & ((1u << q.log_n) - 1);
+  ++q.taken;
+  return true;
+}
+
+// What a receive CQE puts in srqn_uidx: the QP's user index when it has one (CQE version
+// 1, where the user index names the QP and the QP its SRQ), else for a QP on an SRQ the
+// SRQ's number (version 0: rdma-core's poller looks the SRQ up by it).
+inline uint32_t recv_srqn_uidx(const soft_qp& resp) {
+  return resp.srq != nullptr && resp.user_index == 0 ? resp.srq->srqn : resp.user_index;
+}
+
 // Responder CQE for a consumed receive WQE (success or error); `payload`: the message's
 // bytes when the QP scatters it to the CQE.
-inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const parsed_wqe& w, prm::cqe_opcode op, prm::syndrome s,
-                          const uint8_t* payload = nullptr) {
+inline void complete_recv(uint32_t src_qpn, soft_qp& resp, const recv_wqe& rw, const parsed_wqe& w,
+                          prm::cqe_opcode op, prm::syndrome s, const uint8_t* payload = nullptr) {
   cqe_fields f;
   f.opcode = op;
   f.synd = s;
   f.qpn = resp.qpn;
   f.src_qpn = src_qpn;
-  f.user_index = resp.user_index;
-  f.wqe_counter = static_cast<uint16_t>(resp.rq_ci);
+  f.user_index = recv_srqn_uidx(resp);
+  f.wqe_counter = rw.counter;
   if (s == prm::syndrome::none) {
     f.byte_cnt = static_cast<uint32_t>(w.length);
     f.solicited = w.solicited();
     if (op == prm::cqe_opcode::resp_wr_imm || op == prm::cqe_opcode::resp_send_imm) f.imm_raw = w.imm_raw;
     f.inline_payload = payload;
   }
-  ++resp.rq_ci;
-  resp.rq_ci_seen.store(resp.rq_ci, std::memory_order_release);
+  if (resp.srq == nullptr) {
+    ++resp.rq_ci;
+    resp.rq_ci_seen.store(resp.rq_ci, std::memory_order_release);
+  }
   if (write_cqe(*resp.rcq, f) == cq_write::overrun) enter_error_locked_resp(resp);
+}
+
+// The bytes could not be moved (the wire failed): the QP goes to ERR. An RQ WQE was not
+// consumed and is flushed with the rest; an SRQ WQE was taken already and must come back
+// to its poster, so it completes here as flushed (the SRQ's other WQEs stay).
+inline respond_result abandon_recv(uint32_t src_qpn, soft_qp& resp, const recv_wqe& rw, const parsed_wqe& w) {
+  if (resp.srq != nullptr) complete_recv(src_qpn, resp, rw, w, prm::cqe_opcode::resp_err, prm::syndrome::wr_flush);
+  return remote_error(resp, prm::syndrome::remote_op);
 }
 
 template <class X>
@@ -80,23 +130,25 @@ respond_result do_write(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X&
     return remote_error(resp, syndrome::remote_access);
   }
   const bool imm = prm::traits_of(w.opcode).consumes_recv;
-  if (imm && !rq_has_wqe(resp)) return {syndrome::none, true, resp.attr.min_rnr_timer};
+  recv_wqe rw;
+  if (imm && !take_recv(resp, &rw)) return {syndrome::none, true, resp.attr.min_rnr_timer};
   if (w.length != 0) {
     const dst_piece d{reinterpret_cast<uint8_t*>(w.raddr), w.length};
-    if (!x.place(&d, 1)) return remote_error(resp, syndrome::remote_op);
+    if (!x.place(&d, 1)) return imm ? abandon_recv(src_qpn, resp, rw, w) : remote_error(resp, syndrome::remote_op);
     placement_done();
   }
   // WRITE_IMM consumes a receive WQE without scattering into it.
-  if (imm) complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_wr_imm, syndrome::none);
+  if (imm) complete_recv(src_qpn, resp, rw, w, prm::cqe_opcode::resp_wr_imm, syndrome::none);
   return {};
 }
 
 template <class X>
 respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& x) {
   using prm::syndrome;
-  if (!rq_has_wqe(resp)) return {syndrome::none, true, resp.attr.min_rnr_timer};
-  const uint32_t slots = (1u << resp.log_rq_stride) / 16;
-  const auto* seg = reinterpret_cast<const prm::data_seg*>(resp.rq + ((resp.rq_ci & (resp.rq_wqes() - 1)) << resp.log_rq_stride));
+  recv_wqe rw;
+  if (!take_recv(resp, &rw)) return {syndrome::none, true, resp.attr.min_rnr_timer};
+  const uint32_t slots = rw.slots;
+  const prm::data_seg* seg = rw.seg;
   dst_piece dst[prm::max_ds];
   uint32_t nd = 0;
   uint64_t capacity = 0;
@@ -117,11 +169,11 @@ respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& 
   }
   const auto op = prm::traits_of(w.opcode).has_imm ? prm::cqe_opcode::resp_send_imm : prm::cqe_opcode::resp_send;
   if (capacity < w.length) {
-    complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_length);
+    complete_recv(src_qpn, resp, rw, w, prm::cqe_opcode::resp_err, syndrome::local_length);
     return remote_error(resp, syndrome::remote_inval_req);
   }
   if (bad_key) {
-    complete_recv(src_qpn, resp, w, prm::cqe_opcode::resp_err, syndrome::local_prot);
+    complete_recv(src_qpn, resp, rw, w, prm::cqe_opcode::resp_err, syndrome::local_prot);
     return remote_error(resp, syndrome::remote_op);
   }
   // Scatter-to-CQE (cs_res = 1): a 1..32-byte message goes into the CQE, not the buffer.
@@ -131,13 +183,13 @@ respond_result do_send(uint32_t src_qpn, const parsed_wqe& w, soft_qp& resp, X& 
   if (resp.scatter_to_cqe && w.length != 0 && w.length <= prm::cqe_inline_scatter_max) {
     uint8_t payload[prm::cqe_inline_scatter_max];
     const dst_piece into_cqe{payload, w.length};
-    if (!x.place(&into_cqe, 1)) return remote_error(resp, syndrome::remote_op);
-    complete_recv(src_qpn, resp, w, op, syndrome::none, payload);
+    if (!x.place(&into_cqe, 1)) return abandon_recv(src_qpn, resp, rw, w);
+    complete_recv(src_qpn, resp, rw, w, op, syndrome::none, payload);
     return {};
   }
-  if (!x.place(dst, nd)) return remote_error(resp, syndrome::remote_op);
+  if (!x.place(dst, nd)) return abandon_recv(src_qpn, resp, rw, w);
   placement_done();
-  complete_recv(src_qpn, resp, w, op, syndrome::none);
+  complete_recv(src_qpn, resp, rw, w, op, syndrome::none);
   return {};
 }
 
