@@ -68,7 +68,10 @@ struct communicator::impl {
 
   verbs::device device;
   verbs::pd pd;
-  alignas(8) uint64_t scratch = 0;
+  // Where each QP's signal atomics return the original value, which nobody reads: one
+  // cache line per QP, because the executors of different QPs run at once and one word
+  // shared by all of them was written concurrently (a data race TSan reported).
+  std::vector<uint64_t> scratch;
   verbs::mr scratch_mr;
   std::vector<std::unique_ptr<link>> links;   // [ctx * size + peer]
   std::vector<std::unique_ptr<link>> twins;   // [ctx]: the far end of the loopback pair
@@ -139,7 +142,6 @@ void communicator::impl::setup() {
   if (opt.traffic_class != 0 && !device.caps().traffic_class)
     throw error(status::not_supported, me + ": options.traffic_class on " + opt.device + " is not supported");
   pd = verbs::pd(device);
-  scratch_mr = verbs::mr(pd, &scratch, sizeof(scratch), verbs::access::local_write);
 
   // Who is who: wire address, pid and host of every rank (errors name ranks by these).
   rank_card mine{};
@@ -271,10 +273,14 @@ void communicator::impl::make_links() {
     verbs::connect_rc(twins[c]->qp, links[c * static_cast<size_t>(size) + static_cast<size_t>(rank)]->qp.qpn(),
                       verbs::access::all, attr_to(rank, c));
   }
+  constexpr size_t words_per_line = 8;
+  scratch.assign(links.size() * words_per_line, 0);
+  scratch_mr = verbs::mr(pd, scratch.data(), scratch.size() * sizeof(uint64_t), verbs::access::local_write);
   export_options eo;
-  eo.scratch_addr = reinterpret_cast<uint64_t>(&scratch);
   eo.scratch_lkey = scratch_mr.lkey();
-  for (auto& l : links) {
+  for (size_t i = 0; i < links.size(); ++i) {
+    link* l = links[i].get();
+    eo.scratch_addr = reinterpret_cast<uint64_t>(&scratch[i * words_per_line]);
     l->hs = l->scq.export_handle();
     l->hr = l->rcq.export_handle();
     l->ex = std::make_unique<exported_qp>(l->qp, &l->hs, &l->hr, eo);
