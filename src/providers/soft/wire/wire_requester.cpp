@@ -64,10 +64,9 @@ constexpr uint64_t response_overhead = sizeof(frame_hdr);
 // (endpoint::poll says why).
 constexpr uint64_t poll_gap_ns = 2000;
 // Small requests wait in the connection's queue only behind this many sent and unanswered
-// (client_conn::tx). Behind one, a request-response pattern (a WRITE, then the READ that
-// checks it; a put, then its signal) paid a round trip per waiting request: the security
-// flood test's honest rounds (4 KiB WRITE + READ) took 10x longer. A stream of small
-// WRITEs has far more than this in flight, so it still leaves in batches.
+// (client_conn::tx). Behind one, a short exchange (a WRITE, then the READ that checks it;
+// a put, then its signal) would make its second request wait a round trip. A stream of
+// small WRITEs has far more than this in flight, so it still leaves in batches.
 constexpr size_t hold_behind_sent = 4;
 // Response bytes the requests in flight may bring back at most. The server writes every
 // response in full before it reads the next request; as long as what it owes us fits in
