@@ -38,6 +38,7 @@ __global__ void bad_inline_lane(qp_handle* qp, remote_ptr dst, uint32_t bad_lane
 // Two-sided calls (twosided_kernels.hpp).
 __global__ void post_receives(recv_grid_args a) { post_receives_kernel(a); }
 __global__ void wait_receives(recv_grid_args a, uint64_t timeout_ns) { wait_receives_kernel(a, timeout_ns); }
+__global__ void post_many_receives(recv_grid_args a, uint32_t per_thread) { post_many_receives_kernel(a, per_thread); }
 __global__ void post_srq_receives(srq_grid_args a) { post_srq_receives_kernel(a); }
 __global__ void wait_srq_receives(srq_grid_args a, uint64_t timeout_ns) { wait_srq_receives_kernel(a, timeout_ns); }
 __global__ void warp_send(qp_handle* qp, uint64_t src, uint32_t lkey, uint32_t bytes, uint32_t skip_lane,

@@ -30,6 +30,18 @@ GDAKI_HD inline void post_receives_kernel(const recv_grid_args& a) {
       gdaki::dev::recv_post(*a.qp, {a.buf + uint64_t{t} * a.slot, a.lkey}, a.slot));
 }
 
+// Every thread posts `per_thread` receives, slot t * per_thread + j for its j-th, racing
+// the other threads for RQ slots; logs the first failing status (ok when all went in).
+GDAKI_HD inline void post_many_receives_kernel(const recv_grid_args& a, uint32_t per_thread) {
+  const uint32_t t = recv_grid_thread();
+  auto st = gdaki::status::ok;
+  for (uint32_t j = 0; j < per_thread && st == gdaki::status::ok; ++j) {
+    const uint64_t s = uint64_t{t} * per_thread + j;
+    st = gdaki::dev::recv_post(*a.qp, {a.buf + s * a.slot, a.lkey}, a.slot);
+  }
+  a.log[4 * t] = static_cast<uint64_t>(st);
+}
+
 // Every thread takes one receive completion (whichever comes: completions are claimed, not
 // assigned) and logs which receive it was and how many bytes it carried.
 GDAKI_HD inline void wait_receives_kernel(const recv_grid_args& a, uint64_t timeout_ns) {

@@ -254,6 +254,34 @@ TEST(device_twosided, threads_of_a_grid_post_receives_and_each_takes_one_complet
   EXPECT_EQ(dev::recv_poll(*e.b.h, &c), status::again);
 }
 
+// 256 threads post 16 receives each into a 4,096-deep RQ, so reservations collide: a
+// poster whose compare-and-swap on the reservation counter loses must look again from the
+// winner's end. (Before the fix it retried its stale index forever: the first collision
+// hung the grid, seen under qemu-aarch64 in CI and on a GPU it would be every launch.)
+// Every post succeeds, and the RQ holds each slot's receive exactly once, in ring order.
+TEST(device_twosided, threads_racing_for_receive_slots_each_get_their_own) {
+  options o;
+  o.rq_wqes = 4096;
+  env e(o);
+  constexpr uint32_t blocks = 4, threads = 64, per_thread = 16, n = blocks * threads * per_thread, slot = 16;
+  static_assert(n * slot <= 1 << 16, "the slots fit in dst");
+  std::vector<uint64_t> log(4 * blocks * threads, ~0ull);
+  device_test::recv_grid_args args{e.b.h.get(), e.dst.at().addr, e.dst.mr.lkey(), slot, log.data()};
+  dev::host::launch(blocks, threads, [&] { device_test::post_many_receives_kernel(args, per_thread); });
+  for (uint32_t t = 0; t < blocks * threads; ++t) ASSERT_EQ(static_cast<status>(log[4 * t]), status::ok) << t;
+  EXPECT_EQ(e.b.h->rq_ready, n);
+  EXPECT_EQ(prm::from_be(e.b.h->dbrec->rcv), n & 0xffff) << "the doorbell record counts every receive";
+  std::set<uint64_t> addrs;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto* seg = reinterpret_cast<const prm::data_seg*>(e.b.h->rq_buf + (uint64_t{i} << e.b.h->log_rq_stride));
+    EXPECT_EQ(prm::from_be(seg->byte_count), slot) << i;
+    addrs.insert(prm::from_be(seg->addr));
+  }
+  EXPECT_EQ(addrs.size(), n) << "no slot posted twice, none lost";
+  EXPECT_EQ(*addrs.begin(), e.dst.at().addr);
+  EXPECT_EQ(*addrs.rbegin(), e.dst.at().addr + uint64_t{n - 1} * slot);
+}
+
 // A warp's lanes send at warp scope (one reservation, one doorbell), one lane skipping.
 TEST(device_twosided, warp_scope_sends_post_every_lane_but_the_skipping_one) {
   options o;

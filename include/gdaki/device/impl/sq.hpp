@@ -288,10 +288,15 @@ GDAKI_HD inline status rq_poll(qp_handle& qp, completion* out) {
 GDAKI_HD inline status rq_post(qp_handle& qp, const sge* sgl, uint32_t num_sge) {
   const uint32_t slots = (1u << qp.log_rq_stride) / 16;
   if (qp.srq != nullptr || num_sge > slots) return status::invalid;  // an SRQ QP has no RQ
-  uint64_t idx = arch::local::load_acquire(&qp.rq_reserved);
-  do {
+  // compare_swap takes the expected value by copy: a poster that loses must read the
+  // counter again, or it retries a stale index forever (the grid hang of
+  // device_twosided.threads_racing_for_receive_slots_each_get_their_own).
+  uint64_t idx;
+  for (;;) {
+    idx = arch::local::load_acquire(&qp.rq_reserved);
     if (idx - arch::local::load_acquire(&qp.rq_completed) >= rq_wqes(qp)) return status::again;
-  } while (!arch::local::compare_swap(&qp.rq_reserved, idx, idx + 1));
+    if (arch::local::compare_swap(&qp.rq_reserved, idx, idx + 1)) break;
+  }
   auto* seg = reinterpret_cast<prm::data_seg*>(qp.rq_buf + ((idx & (rq_wqes(qp) - 1)) << qp.log_rq_stride));
   for (uint32_t i = 0; i < num_sge; ++i) {
     seg[i].byte_count = prm::to_be32(sgl[i].length);
