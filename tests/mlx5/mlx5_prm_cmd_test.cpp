@@ -370,3 +370,84 @@ TEST(mlx5_prm_cmd, atomic_caps_give_endianness_mode_and_masked_ops) {
   EXPECT_TRUE(a.masked_fetch_add);
   EXPECT_EQ(a.atomic_size_qp, 0x0cu);
 }
+
+// ---- shared receive queues: RMPs and the QP bound to one ----------------------------------
+// create_rmp_in (mlx5_ifc.h): ctx (struct rmpc) at bit 0x100 = byte 32, after
+// reserved_at_40[0xc0]; rmpc.state[0x4] at rmpc 0x08; rmpc.wq (struct wq) at rmpc 0x180,
+// so the wq starts at bit 0x280 = byte 80. The wq offsets below are struct wq's.
+
+TEST(mlx5_prm_cmd, create_rmp_places_every_field_at_its_prm_offset) {
+  rmp_params p;
+  p.pdn = 0xa1b2c3;
+  p.log_wq_size = 9;            // 512 WQEs
+  p.log_wq_stride = 6;          // 64-byte WQEs
+  p.log_page_size = 0;
+  p.wq_umem_id = 0x0000bb01;
+  p.wq_umem_offset = 0x1000;
+  p.dbr_umem_id = 0x0000bb02;
+  p.dbr_offset = 0x40;
+  auto want = zeros(272);       // create_rmp_in: 0x880 bits
+  want[0] = 0x09;               // opcode 0x90c, bits 0x00..0x0f
+  want[1] = 0x0c;
+  want[33] = 0x10;              // rmpc.state = 1 (RDY), rmpc 0x08..0x0b = bit 0x108
+  //                               wq (byte 80): wq_type 0x00..0x03 = 0 (linked list),
+  //                               page_offset 0x2b..0x2f = 0, lwm 0x30..0x3f = 0
+  put_be24(want, 89, 0xa1b2c3); //   pd, wq 0x48..0x5f
+  put_be64(want, 96, 0x40);     //   dbr_addr, wq 0x80..0xbf
+  want[113] = 6;                //   log_wq_stride, wq 0x10c..0x10f
+  //                               log_wq_pg_sz wq 0x113..0x117 = 0 (byte 114)
+  want[115] = 9;                //   log_wq_sz, wq 0x11b..0x11f
+  want[116] = 0xc0;             //   dbr_umem_valid wq 0x120, wq_umem_valid wq 0x121
+  put_be32(want, 120, 0xbb02);  //   dbr_umem_id, wq 0x140..0x15f
+  put_be32(want, 124, 0xbb01);  //   wq_umem_id, wq 0x160..0x17f
+  put_be64(want, 128, 0x1000);  //   wq_umem_offset, wq 0x180..0x1bf
+  expect_same(build_create_rmp(p), want);
+}
+
+TEST(mlx5_prm_cmd, destroy_and_query_rmp_carry_opcode_and_rmpn_only) {
+  auto want = zeros(16);
+  want[0] = 0x09;
+  want[1] = 0x0e;
+  put_be24(want, 9, 0x00c0de);  // rmpn, 0x48..0x5f
+  expect_same(build_destroy_rmp(0x00c0de), want);  // DESTROY_RMP 0x90e
+  want[1] = 0x0f;
+  expect_same(build_query_rmp(0x00c0de), want);  // QUERY_RMP 0x90f
+}
+
+TEST(mlx5_prm_cmd, rmp_output_gives_its_number_and_state) {
+  std::vector<uint8_t> out(size::query_rmp_out, 0);
+  put_be24(out, 9, 0x000301);   // create_rmp_out.rmpn, 0x48..0x5f
+  EXPECT_EQ(parse_rmpn(out), 0x301u);
+  out[33] = 0x10;               // query_rmp_out.rmp_context (bit 0x100) .state at rmpc 0x08
+  EXPECT_EQ(parse_query_rmp_state(out), rmp_state::rdy);
+  out[33] = 0x30;
+  EXPECT_EQ(parse_query_rmp_state(out), rmp_state::err);
+  cmd_result r;
+  r.status = 0x05;
+  r.syndrome = 0x1;
+  EXPECT_EQ(describe_failure(op::create_rmp, r), "CREATE_RMP failed: status BAD_RESOURCE (0x5), syndrome 0x00000001");
+  EXPECT_EQ(opcode_name(op::destroy_rmp), "DESTROY_RMP");
+  EXPECT_EQ(opcode_name(op::query_rmp), "QUERY_RMP");
+}
+
+TEST(mlx5_prm_cmd, create_qp_on_an_srq_sets_rq_type_srq_and_the_rmpn_and_no_rq_size) {
+  qp_params p;
+  p.pdn = 0xa1b2c3;
+  p.log_sq_size = 10;
+  p.log_rq_size = 8;            // ignored on an SRQ: the QP has no RQ
+  p.log_rq_stride = 6;
+  p.on_srq = true;
+  p.srqn = 0x00c0de;
+  auto want = zeros(464);
+  want[0] = 0x05;               // opcode 0x500
+  want[26] = 0x18;              // qpc (byte 24): pm_state MIGRATED, qpc 0x13..0x14
+  put_be24(want, 29, 0xa1b2c3); //   pd, qpc 0x28..0x3f
+  //                               byte 33: log_rq_size qpc 0x49..0x4c and log_rq_stride
+  //                               0x4d..0x4f stay 0
+  want[34] = 10 << 3;           //   log_sq_size, qpc 0x51..0x54
+  want[196] = 0x01;             //   rq_type = 1 (SRQ), qpc 0x565..0x567 = bit 0x625
+  put_be24(want, 197, 0x00c0de);//   srqn_rmpn_xrqn, qpc 0x568..0x57f = bit 0x628
+  want[232] = 0x10;             //   dbr_umem_valid, qpc 0x683
+  want[268] = 0x80;             // wq_umem_valid, 0x860
+  expect_same(build_create_qp(p), want);
+}

@@ -1,4 +1,4 @@
-// internal: the mlx5 provider's objects (device, PD, MR, CQ, QP) and the memory they own.
+// internal: the mlx5 provider's objects (device, PD, MR, CQ, SRQ, QP) and the memory they own.
 // Every rdma-core call goes through the device's ibverbs_api / mlx5dv_api tables, so tests
 // can hand a device fake tables (make_device_for_test) and watch the command mailboxes.
 #pragma once
@@ -6,6 +6,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -110,11 +111,25 @@ struct cq_obj : provider_object {
 // ring in GPU memory.
 status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why);
 
+// A shared receive queue: an RMP whose linked-list WQ (ring + doorbell record) lives in
+// memory gdaki places, as a QP's work queue does (mlx5_srq.cpp).
+struct srq_obj : provider_object {
+  pd_obj* pd = nullptr;
+  dev_memory ring, dbr;
+  mlx5dv_devx_umem* ring_umem = nullptr;
+  mlx5dv_devx_umem* dbr_umem = nullptr;
+  mlx5dv_devx_obj* obj = nullptr;
+  uint32_t srqn = 0;  // the RMP number, which QPs name in srqn_rmpn_xrqn
+  uint32_t log_n = 0, log_stride = 0, max_sge = 0;
+  std::atomic<uint32_t> qps{0};  // QPs created on it and not yet destroyed
+};
+
 struct qp_obj : provider_object {
   pd_obj* pd = nullptr;
   cq_obj* scq = nullptr;
   cq_obj* rcq = nullptr;
-  dev_memory wq, dbr;  // wq: RQ at offset 0, SQ at rq_bytes
+  srq_obj* srq = nullptr;  // receives come from here (the work queue then holds the SQ only)
+  dev_memory wq, dbr;  // wq: RQ at offset 0, SQ at rq_bytes (0 on an SRQ)
   size_t rq_bytes = 0;
   mlx5dv_devx_umem* wq_umem = nullptr;
   mlx5dv_devx_umem* dbr_umem = nullptr;

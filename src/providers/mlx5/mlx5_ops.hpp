@@ -32,6 +32,12 @@ status destroy_cq(provider_object* cq);
 status export_cq(provider_object* cq, dev::cq_handle* out, std::string* why);
 status cq_in_error(provider_object* cq, bool* out);
 
+// mlx5_srq.cpp
+status create_srq(provider_object* pd, const verbs::srq_init& init, provider_object** out, uint32_t* srqn,
+                  verbs::srq_caps* caps, std::string* why);
+status destroy_srq(provider_object* srq);
+status export_srq(provider_object* srq, dev::srq_handle* out, std::string* why);
+
 // mlx5_qp.cpp
 status create_qp(provider_object* pd, const verbs::qp_create_args& args, provider_object** out, uint32_t* qpn,
                  verbs::qp_caps* caps, std::string* why);

@@ -94,7 +94,8 @@ constexpr uint32_t qpc_min_rnr_nak = 0x4a3;    // [0x5]
 constexpr uint32_t qpc_next_rcv_psn = 0x4a8;   // [0x18]
 constexpr uint32_t qpc_cqn_rcv = 0x4e8;        // [0x18]
 constexpr uint32_t qpc_dbr_addr = 0x500;       // [0x40]: offset in the DBR umem
-constexpr uint32_t qpc_rq_type = 0x565;        // [0x3]: 0 = regular RQ
+constexpr uint32_t qpc_rq_type = 0x565;        // [0x3]: 0 = regular RQ, 1 = SRQ (MLX5_SRQ_RQ)
+constexpr uint32_t qpc_srqn_rmpn_xrqn = 0x568; // [0x18]
 constexpr uint32_t qpc_cs_req = 0x630;         // [0x8]: 0 = no scatter to CQE (requester)
 constexpr uint32_t qpc_cs_res = 0x638;         // [0x8]: 0 = no scatter to CQE (responder)
 constexpr uint32_t qpc_dbr_umem_valid = 0x683; // [0x1]
@@ -120,6 +121,32 @@ constexpr uint32_t ads_rmac_31_0 = 0x140;      // [0x20]
 // qpc.atomic_mode: 3 = "up to 8 bytes" (standard and masked 8-byte atomics), as UCX's
 // DEVX RC QPs use. [unverified] on hardware.
 constexpr uint32_t atomic_mode_up_to_8b = 3;
+
+// qpc.rq_type values (Linux's MLX5_NON_ZERO_RQ / MLX5_SRQ_RQ, shifted down from bit 24).
+constexpr uint32_t rq_type_regular = 0, rq_type_srq = 1;
+
+// create_rmp_in: ctx (struct rmpc, 0x780 bits) at 0x100, after reserved_at_40[0xc0];
+// query_rmp_out: rmp_context at 0x100 too. rmpc: state[0x4] at 0x08, basic_cyclic_rcv_wqe
+// at 0x20, the wq (struct wq) at 0x180.
+constexpr uint32_t rmp_rmpc = 0x100;
+constexpr uint32_t rmpc_state = 0x08;          // [0x4]: 1 = RDY, 3 = ERR
+constexpr uint32_t rmpc_wq = 0x180;
+// wq fields (offsets inside struct wq).
+constexpr uint32_t wq_type = 0x00;             // [0x4]: 0 = linked list, 1 = cyclic
+constexpr uint32_t wq_page_offset = 0x2b;      // [0x5]
+constexpr uint32_t wq_lwm = 0x30;              // [0x10]: limit event watermark (0: none)
+constexpr uint32_t wq_pd = 0x48;               // [0x18]
+constexpr uint32_t wq_dbr_addr = 0x80;         // [0x40]: offset in the DBR umem
+constexpr uint32_t wq_log_wq_stride = 0x10c;   // [0x4]: log2 of the stride in bytes
+constexpr uint32_t wq_log_wq_pg_sz = 0x113;    // [0x5]: log2(page bytes) - 12
+constexpr uint32_t wq_log_wq_sz = 0x11b;       // [0x5]: log2 of the WQE count
+constexpr uint32_t wq_dbr_umem_valid = 0x120;  // [0x1]
+constexpr uint32_t wq_wq_umem_valid = 0x121;   // [0x1]
+constexpr uint32_t wq_dbr_umem_id = 0x140;     // [0x20]
+constexpr uint32_t wq_wq_umem_id = 0x160;      // [0x20]
+constexpr uint32_t wq_wq_umem_offset = 0x180;  // [0x40]
+constexpr uint32_t rmp_state_rdy = 1;
+constexpr uint32_t wq_type_linked_list = 0;
 
 // query_hca_cap_out: capability (a 0x8000-bit union) at 0x80.
 constexpr uint32_t cap_base = 0x80;
@@ -202,6 +229,9 @@ std::string opcode_name(uint16_t opcode) {
     case op::to_err_qp: return "2ERR_QP";
     case op::to_rst_qp: return "2RST_QP";
     case op::query_qp: return "QUERY_QP";
+    case op::create_rmp: return "CREATE_RMP";
+    case op::destroy_rmp: return "DESTROY_RMP";
+    case op::query_rmp: return "QUERY_RMP";
   }
   char b[16];
   std::snprintf(b, sizeof b, "0x%x", opcode);
@@ -262,8 +292,11 @@ std::vector<uint8_t> build_create_qp(const qp_params& p) {
   set_bits(in, q + qpc_st, 8, 0);        // RC
   set_bits(in, q + qpc_pm_state, 2, 3);  // MIGRATED: no alternate path
   set_bits(in, q + qpc_pd, 24, p.pdn);
-  set_bits(in, q + qpc_log_rq_size, 4, p.log_rq_size);
-  set_bits(in, q + qpc_log_rq_stride, 3, p.log_rq_stride >= 4 ? p.log_rq_stride - 4 : 0);
+  // A QP on an SRQ has no RQ: the sizes stay 0 and the NIC takes receives from the RMP.
+  if (!p.on_srq) {
+    set_bits(in, q + qpc_log_rq_size, 4, p.log_rq_size);
+    set_bits(in, q + qpc_log_rq_stride, 3, p.log_rq_stride >= 4 ? p.log_rq_stride - 4 : 0);
+  }
   set_bits(in, q + qpc_no_sq, 1, 0);
   set_bits(in, q + qpc_log_sq_size, 4, p.log_sq_size);
   set_bits(in, q + qpc_ts_format, 2, p.ts_format);
@@ -272,7 +305,8 @@ std::vector<uint8_t> build_create_qp(const qp_params& p) {
   set_bits(in, q + qpc_log_page_size, 5, p.log_page_size);
   set_bits(in, q + qpc_cqn_snd, 24, p.cqn_snd);
   set_bits(in, q + qpc_cqn_rcv, 24, p.cqn_rcv);
-  set_bits(in, q + qpc_rq_type, 3, 0);  // regular RQ
+  set_bits(in, q + qpc_rq_type, 3, p.on_srq ? rq_type_srq : rq_type_regular);
+  if (p.on_srq) set_bits(in, q + qpc_srqn_rmpn_xrqn, 24, p.srqn);
   // Scatter-to-CQE off for the requester (spec 7.11): READ and atomic results always land
   // in their buffers. The responder's only when asked (qp_init::scatter_to_cqe).
   set_bits(in, q + qpc_cs_req, 8, 0);
@@ -362,6 +396,46 @@ std::vector<uint8_t> build_query_qp(uint32_t qpn) {
 
 qpc_state parse_query_qp_state(std::span<const uint8_t> out) {
   return static_cast<qpc_state>(get_bits(out, qp_qpc + qpc_state_bits, 4));
+}
+
+// ---- shared receive queue (RMP) ----------------------------------------------------------
+
+std::vector<uint8_t> build_create_rmp(const rmp_params& p) {
+  auto in = header(size::create_rmp_in, op::create_rmp);
+  set_bits(in, rmp_rmpc + rmpc_state, 4, rmp_state_rdy);
+  const uint32_t w = rmp_rmpc + rmpc_wq;
+  set_bits(in, w + wq_type, 4, wq_type_linked_list);
+  set_bits(in, w + wq_page_offset, 5, 0);
+  set_bits(in, w + wq_lwm, 16, 0);
+  set_bits(in, w + wq_pd, 24, p.pdn);
+  set_bits(in, w + wq_dbr_addr, 64, p.dbr_offset);
+  set_bits(in, w + wq_log_wq_stride, 4, p.log_wq_stride);
+  set_bits(in, w + wq_log_wq_pg_sz, 5, p.log_page_size);
+  set_bits(in, w + wq_log_wq_sz, 5, p.log_wq_size);
+  set_bits(in, w + wq_dbr_umem_valid, 1, 1);
+  set_bits(in, w + wq_wq_umem_valid, 1, 1);
+  set_bits(in, w + wq_dbr_umem_id, 32, p.dbr_umem_id);
+  set_bits(in, w + wq_wq_umem_id, 32, p.wq_umem_id);
+  set_bits(in, w + wq_wq_umem_offset, 64, p.wq_umem_offset);
+  return in;
+}
+
+uint32_t parse_rmpn(std::span<const uint8_t> out) { return static_cast<uint32_t>(get_bits(out, out_obj_num, 24)); }
+
+std::vector<uint8_t> build_destroy_rmp(uint32_t rmpn) {
+  auto in = header(size::rmp_simple_in, op::destroy_rmp);
+  set_bits(in, in_obj_num, 24, rmpn);  // destroy_rmp_in.rmpn [0x18] at 0x48
+  return in;
+}
+
+std::vector<uint8_t> build_query_rmp(uint32_t rmpn) {
+  auto in = header(size::rmp_simple_in, op::query_rmp);
+  set_bits(in, in_obj_num, 24, rmpn);  // query_rmp_in.rmpn [0x18] at 0x48
+  return in;
+}
+
+rmp_state parse_query_rmp_state(std::span<const uint8_t> out) {
+  return static_cast<rmp_state>(get_bits(out, rmp_rmpc + rmpc_state, 4));
 }
 
 // ---- RoCE v2 UDP source port --------------------------------------------------------------

@@ -1,5 +1,6 @@
 // internal: PRM command mailboxes for the DEVX objects of the mlx5 provider (CREATE_CQ,
-// CREATE_QP, the QP state transitions, QUERY_QP, QUERY_HCA_CAP), built and parsed as byte
+// CREATE_QP, the QP state transitions, QUERY_QP, CREATE_RMP for shared receive queues,
+// QUERY_HCA_CAP), built and parsed as byte
 // buffers by pure functions. No rdma-core header is needed: every field is written
 // big-endian at its PRM bit offset, bit 0 being the most significant bit of byte 0, as
 // the PRM (and the *_bits structs of mlx5_ifc.h) number them. The offsets are listed next
@@ -40,6 +41,12 @@ inline constexpr uint16_t rtr2rts_qp = 0x504;
 inline constexpr uint16_t to_err_qp = 0x507;  // 2ERR_QP
 inline constexpr uint16_t to_rst_qp = 0x50a;  // 2RST_QP
 inline constexpr uint16_t query_qp = 0x50b;
+// Shared receive queues are RMPs (receive memory pools): CREATE_SRQ (0x700) describes its
+// ring only by a physical address list, which a process cannot give, while the RMP's WQ
+// context takes umem ids (docs/mlx5.md, "Shared receive queues").
+inline constexpr uint16_t create_rmp = 0x90c;
+inline constexpr uint16_t destroy_rmp = 0x90e;
+inline constexpr uint16_t query_rmp = 0x90f;
 }  // namespace op
 
 // Mailbox sizes in bytes (the *_in / *_out structs without trailing PAS lists: the rings
@@ -56,6 +63,10 @@ inline constexpr size_t modify_qp_in = 272;       // rst2init / init2rtr / rtr2r
 inline constexpr size_t modify_qp_out = 16;
 inline constexpr size_t qp_simple_in = 16;        // 2err / 2rst / query_qp
 inline constexpr size_t query_qp_out = 272;       // qpc at byte 24, no PAS
+inline constexpr size_t create_rmp_in = 272;       // 0x880 bits: rmpc at 0x100, its wq at 0x280
+inline constexpr size_t create_rmp_out = 16;
+inline constexpr size_t rmp_simple_in = 16;       // destroy_rmp_in / query_rmp_in
+inline constexpr size_t query_rmp_out = 272;      // rmp_context at byte 32, no PAS
 inline constexpr size_t query_hca_cap_in = 16;
 inline constexpr size_t query_hca_cap_out = 16 + 4096;
 }  // namespace size
@@ -113,9 +124,13 @@ struct qp_params {
   uint32_t dbr_umem_id = 0;
   uint64_t dbr_offset = 0;
   uint32_t cs_res = 0;          // responder scatter-to-CQE: 0 off, 1 = 32 B in a 64 B CQE
+  bool on_srq = false;          // receives come from the RMP `srqn`: rq_type SRQ, no RQ
+  uint32_t srqn = 0;            // qpc.srqn_rmpn_xrqn (24 bits), only with on_srq
 };
 // CREATE_QP for an RC QP in RESET: st RC, pm_state MIGRATED, requester scatter-to-CQE off
-// (cs_req = 0; cs_res from qp_params), regular RQ, umem-backed WQ and doorbell record.
+// (cs_req = 0; cs_res from qp_params), umem-backed WQ and doorbell record; a regular RQ,
+// or with on_srq rq_type SRQ, srqn_rmpn_xrqn = srqn and log_rq_size / log_rq_stride 0 (the
+// work queue then holds the SQ only).
 std::vector<uint8_t> build_create_qp(const qp_params& p);
 uint32_t parse_qpn(std::span<const uint8_t> out);  // create_qp_out.qpn, bits 0x48..0x5f
 std::vector<uint8_t> build_destroy_qp(uint32_t qpn);
@@ -179,6 +194,29 @@ qpc_state parse_query_qp_state(std::span<const uint8_t> out);
 
 // log2 rounded up, clamped to 3 bits (log_rra_max / log_sra_max): 0 -> 0, 16 -> 4.
 uint32_t log_rd_atomic(uint32_t n);
+
+// ---- shared receive queue (RMP) ----------------------------------------------------------
+struct rmp_params {
+  uint32_t pdn = 0;
+  uint32_t log_wq_size = 0;     // log2 of the WQE count (5-bit field)
+  uint32_t log_wq_stride = 5;   // log2 of the WQE stride in bytes (4-bit field; 16 B next
+                                // segment + data segments, so >= 5)
+  uint32_t log_page_size = 0;   // log2(umem page bytes) - 12
+  uint32_t wq_umem_id = 0;      // the WQE ring's umem
+  uint64_t wq_umem_offset = 0;  // ring start inside it
+  uint32_t dbr_umem_id = 0;     // the doorbell record's umem
+  uint64_t dbr_offset = 0;      // doorbell record offset inside it (wq.dbr_addr)
+};
+// CREATE_RMP in state RDY with a linked-list WQ (wq_type 0: the NIC follows each WQE's
+// next_wqe_index, prm::srq_next_seg), umem-backed ring and doorbell record; no CQ (each
+// QP on it names its receive CQ) and no UAR (posting only updates the doorbell record).
+std::vector<uint8_t> build_create_rmp(const rmp_params& p);
+uint32_t parse_rmpn(std::span<const uint8_t> out);  // create_rmp_out.rmpn, bits 0x48..0x5f
+std::vector<uint8_t> build_destroy_rmp(uint32_t rmpn);
+std::vector<uint8_t> build_query_rmp(uint32_t rmpn);
+// query_rmp_out.rmp_context.state (rmpc at bit 0x100, state at its bits 0x08..0x0b).
+enum class rmp_state : uint8_t { rdy = 1, err = 3 };
+rmp_state parse_query_rmp_state(std::span<const uint8_t> out);
 
 // ---- RoCE v2 UDP source port --------------------------------------------------------------
 // The flow label the kernel derives for an RC connection without one (lqpn * rqpn folded

@@ -1,6 +1,6 @@
 // The mlx5 provider: its one const ops table. Registered by src/verbs/builtin_providers.cpp.
-// Devices (list, open, query), PDs and MRs through libibverbs, CQs and RC QPs as DEVX
-// objects with their export to the data path (docs/mlx5.md, "What is implemented").
+// Devices (list, open, query), PDs and MRs through libibverbs, CQs, SRQs (RMPs) and RC QPs
+// as DEVX objects with their export to the data path (docs/mlx5.md, "What is implemented").
 #include "mlx5_ops.hpp"
 
 namespace gdaki::mlx5 {
@@ -29,6 +29,9 @@ const verbs::provider_ops ops = verbs::with_defaults({
     .query_qp = query_qp,
     .destroy_qp = destroy_qp,
     .export_qp = export_qp,
+    .create_srq = create_srq,
+    .destroy_srq = destroy_srq,
+    .export_srq = export_srq,
 });
 
 const verbs::provider_ops* provider_table() { return &ops; }

@@ -1,5 +1,6 @@
 // RC QPs of the mlx5 provider as DEVX objects (docs/mlx5.md, "DEVX objects"): one work
-// queue buffer (RQ at offset 0, SQ right after it, as the NIC expects) and a doorbell
+// queue buffer (RQ at offset 0, SQ right after it, as the NIC expects; the SQ alone for a
+// QP on a shared receive queue, mlx5_srq.cpp) and a doorbell
 // record in memory gdaki places, registered as umems; a UAR page per QP; CREATE_QP; the
 // state machine through RST2INIT / INIT2RTR / RTR2RTS / 2ERR / 2RST; export of the
 // dev::qp_handle the data path posts through.
@@ -199,6 +200,7 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   const verbs::qp_init& in = *args.init;
   auto* scq = static_cast<cq_obj*>(args.send_cq);
   auto* rcq = static_cast<cq_obj*>(args.recv_cq);
+  auto* srq = static_cast<srq_obj*>(args.srq);
   if (!d->devx) {
     *why = "a QP in caller-placed memory needs DEVX, which this device context does not allow";
     return status::not_supported;
@@ -207,13 +209,17 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
     *why = "the CQs belong to another device";
     return status::invalid;
   }
+  if (srq != nullptr && srq->pd != pd) {
+    *why = "the SRQ belongs to another PD";
+    return status::invalid;
+  }
   verbs::detail::sq_geometry geo;
   if (!verbs::detail::check_sq_geometry(in, &geo, why)) return status::invalid;
   const uint32_t wqebbs = geo.max_wqe_wqebbs;
   const uint32_t sq_n = geo.sq_wqebbs;
   // The NIC finds the SQ right after the RQ in one work-queue buffer, so the two rings
-  // share sq_ring's placement.
-  if (in.rq_ring.buffer != nullptr && in.rq_ring.buffer != in.sq_ring.buffer) {
+  // share sq_ring's placement (rq_ring is ignored on an SRQ: there is no RQ).
+  if (srq == nullptr && in.rq_ring.buffer != nullptr && in.rq_ring.buffer != in.sq_ring.buffer) {
     *why = "mlx5 keeps the RQ and the SQ in one buffer (RQ first): give it as sq_ring.buffer and leave "
            "rq_ring.buffer empty or equal to it";
     return status::invalid;
@@ -223,12 +229,16 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   q->pd = pd;
   q->scq = scq;
   q->rcq = rcq;
+  q->srq = srq;
   q->log_sq = log2_ceil(sq_n);
   q->log_rq = log2_ceil(in.rq_wqes);
   q->log_rq_stride = std::max(4u, log2_ceil(std::max(1u, in.max_recv_sge) * 16));
   q->max_inline = in.max_inline;
   q->max_send_wqebbs = wqebbs;
-  q->rq_bytes = size_t{1} << (q->log_rq + q->log_rq_stride);
+  // A QP on an SRQ has no RQ: the work queue is the SQ alone (rq_type SRQ tells the NIC),
+  // and the doorbell record's receive word stays 0.
+  if (srq != nullptr) q->log_rq = 0;
+  q->rq_bytes = srq != nullptr ? 0 : size_t{1} << (q->log_rq + q->log_rq_stride);
   const size_t wq_bytes = q->rq_bytes + size_t{sq_n} * prm::wqebb_bytes;
   status st = q->wq.place(in.sq_ring, wq_bytes, "work queue (RQ + SQ)", why);
   // The doorbell record is written by whoever posts (GPU threads, CPU threads or the proxy
@@ -261,6 +271,8 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   p.wq_umem_id = q->wq_umem->umem_id;
   p.dbr_umem_id = q->dbr_umem->umem_id;
   p.cs_res = in.scatter_to_cqe ? 1u : 0u;  // MLX5_RES_SCAT_DATA32_CQE: our CQEs are 64 bytes
+  p.on_srq = srq != nullptr;
+  p.srqn = srq != nullptr ? srq->srqn : 0;
   const auto cmd = prm_cmd::build_create_qp(p);
   uint8_t outbuf[prm_cmd::size::create_qp_out] = {};
   errno = 0;
@@ -273,12 +285,13 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   }
   q->qpn = prm_cmd::parse_qpn(outbuf);
   q->attr.state = qp_state::reset;
+  if (srq != nullptr) srq->qps.fetch_add(1, std::memory_order_acq_rel);  // destroy_qp gives it back
   *qpn = q->qpn;
   caps->sq_wqebbs = sq_n;
-  caps->rq_wqes = 1u << q->log_rq;
-  caps->rq_stride = 1u << q->log_rq_stride;
+  caps->rq_wqes = srq != nullptr ? 0 : 1u << q->log_rq;
+  caps->rq_stride = srq != nullptr ? 0 : 1u << q->log_rq_stride;
   caps->max_send_sge = in.max_send_sge;
-  caps->max_recv_sge = (1u << q->log_rq_stride) / 16;
+  caps->max_recv_sge = srq != nullptr ? srq->max_sge : (1u << q->log_rq_stride) / 16;
   caps->max_inline = in.max_inline;
   caps->max_send_wqebbs = wqebbs;
   *out = q;
@@ -364,6 +377,7 @@ status destroy_qp(provider_object* qpo) {
   q->obj = nullptr;
   std::string why;
   const status st = clean_after_reset(q, &why);
+  if (q->srq != nullptr) q->srq->qps.fetch_sub(1, std::memory_order_acq_rel);
   release_qp(q);
   return st;
 }
@@ -416,7 +430,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
   out->db_mode = opt.db_mode;
   out->max_inline = q->max_inline;
   out->max_send_wqebbs = q->max_send_wqebbs;
-  out->rq_buf = q->wq.data();
+  out->rq_buf = q->srq != nullptr ? nullptr : q->wq.data();  // on an SRQ: no RQ (receives: opt.srq)
   out->log_rq_wqes = q->log_rq;
   out->log_rq_stride = q->log_rq_stride;
   out->host_doorbell_hook = nullptr;  // the NIC sees the doorbell by itself
