@@ -90,6 +90,17 @@ struct srq_next_seg {
   uint8_t rsvd1[11];
 };
 
+// A new SRQ's free list: every WQE of the ring in ring order, i -> i + 1 and the last back
+// to 0 (rdma-core's mlx5 SRQ creation links them the same way). The data path then starts
+// with head 0 and tail at the last WQE, whose link the first srq_free rewrites. Both
+// providers link their rings with it before the NIC sees them.
+inline void link_srq_ring(uint8_t* ring, uint32_t wqes, uint32_t log_stride) {
+  for (uint32_t i = 0; i < wqes; ++i) {
+    auto* next = reinterpret_cast<srq_next_seg*>(ring + (static_cast<size_t>(i) << log_stride));
+    next->next_wqe_index = to_be16(static_cast<uint16_t>((i + 1) & (wqes - 1)));
+  }
+}
+
 // 2.4 Inline data segment header; the payload follows at byte 4, unswapped.
 struct inline_seg {
   be32 byte_count;  // inline_flag | length

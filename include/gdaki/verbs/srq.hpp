@@ -29,6 +29,11 @@ struct srq_caps {
   uint32_t max_wr = 0;   // receives outstanding at once (ring WQEs - 1)
   uint32_t max_sge = 0;  // data segments per WQE
   uint32_t wqes = 0, stride = 0;
+  // A ring of `ring_wqes` WQEs (a power of two) of 2^log_stride bytes: one WQE is always
+  // kept free (the list's tail), so max_wr is one less. What both providers report.
+  static srq_caps of_ring(uint32_t ring_wqes, uint32_t log_stride, uint32_t max_sge) {
+    return {ring_wqes - 1, max_sge, ring_wqes, 1u << log_stride};
+  }
 };
 
 class srq {

@@ -57,14 +57,7 @@ status create_srq(provider_object* pdo, const verbs::srq_init& in, provider_obje
   // its receive word counts posted WQEs, and the NIC reads it from WQE 0 on.
   if (st == status::ok) st = s->dbr.allocate(in.ring.kind, 64, "srq doorbell record", why);
   if (st == status::ok) st = s->ring.fill(0, why);
-  if (st == status::ok) {
-    // Every WQE on the free list in ring order; the exported handle starts with head 0 and
-    // tail at the last WQE, whose link is rewritten by the first srq_free.
-    for (uint32_t i = 0; i < n; ++i) {
-      auto* next = reinterpret_cast<prm::srq_next_seg*>(s->ring.data() + (size_t{i} << s->log_stride));
-      next->next_wqe_index = prm::to_be16(static_cast<uint16_t>((i + 1) & (n - 1)));
-    }
-  }
+  if (st == status::ok) prm::link_srq_ring(s->ring.data(), n, s->log_stride);
   if (st == status::ok) st = register_umem(d, s->ring, "srq ring", &s->ring_umem, why);
   if (st == status::ok) st = register_umem(d, s->dbr, "srq doorbell record", &s->dbr_umem, why);
   if (st != status::ok) {
@@ -91,10 +84,7 @@ status create_srq(provider_object* pdo, const verbs::srq_init& in, provider_obje
   }
   s->srqn = prm_cmd::parse_rmpn(outbuf);
   *srqn = s->srqn;
-  caps->wqes = n;
-  caps->stride = 1u << s->log_stride;
-  caps->max_wr = n - 1;
-  caps->max_sge = s->max_sge;
+  *caps = verbs::srq_caps::of_ring(n, s->log_stride, s->max_sge);
   *out = s;
   return status::ok;
 }

@@ -40,16 +40,10 @@ status create_srq(provider_object* pdo, const verbs::srq_init& in, provider_obje
   // The initial free list is the ring in order (WQE i links to i + 1, the last to 0);
   // the data path's handles start with head 0 and tail at the last WQE.
   const uint32_t n = 1u << s->log_n;
-  for (uint32_t i = 0; i < n; ++i) {
-    auto* next = reinterpret_cast<prm::srq_next_seg*>(s->wqes + (size_t{i} << s->log_stride));
-    next->next_wqe_index = prm::to_be16(static_cast<uint16_t>((i + 1) & (n - 1)));
-  }
+  prm::link_srq_ring(s->wqes, n, s->log_stride);
   s->srqn = next_srqn();
   *srqn = s->srqn;
-  caps->wqes = n;
-  caps->stride = 1u << s->log_stride;
-  caps->max_wr = n - 1;
-  caps->max_sge = s->max_sge;
+  *caps = verbs::srq_caps::of_ring(n, s->log_stride, s->max_sge);
   *out = s.release();
   return status::ok;
 }
