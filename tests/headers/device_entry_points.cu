@@ -1,6 +1,7 @@
 // Compile-only check: every data-path entry point called from a __global__ kernel, built
 // for sm_90 whenever nvcc is present. Proves the headers are valid device code.
 #include "gdaki/device/datapath.hpp"
+#include "gdaki/prm/eth.hpp"
 
 using namespace gdaki;
 using namespace gdaki::dev;
@@ -98,4 +99,14 @@ __global__ void device_api(qp_handle* qp, remote_ptr r, local_ptr l, uint64_t* o
   device_api_calls<scope_warp, sharing::block>(*qp, r, l, out);
   device_api_calls<scope_block, sharing::exclusive>(*qp, r, l, out);
   device_api_calls<scope_block, sharing::grid>(*qp, r, l, out);
+}
+
+// mlx5 raw-packet Ethernet formats (prm/eth.hpp): a thread builds a send WQE into an SQ
+// ring and decodes a receive CQE.
+__global__ void mlx5_eth_formats(uint8_t* ring, const uint8_t* frame, uint32_t len, const void* cqe,
+                                 uint64_t* out) {
+  const uint32_t inl = prm::eth_min_inline_bytes(prm::eth_inline_mode::tcp_udp, frame, len);
+  out[0] = prm::write_eth_send(ring, 6, threadIdx.x, 0x123, frame, len, 0x55, inl, prm::ctrl_flags::cq_update);
+  const prm::eth_rx_completion c = prm::decode_eth_rx_cqe(cqe);
+  out[1] = c.byte_count + c.wqe_counter + c.rss_hash + c.rss_hash_type + static_cast<uint32_t>(c.opcode);
 }

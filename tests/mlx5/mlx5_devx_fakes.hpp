@@ -240,11 +240,28 @@ int f_query_device(ibv_context*, ibv_device_attr* a) {
   a->phys_port_cnt = 1;
   return 0;
 }
+// The object a create command made, as destroy calls are recorded ("destroy QP").
+const char* object_name(uint16_t create_opcode) {
+  switch (create_opcode) {
+    case pc::op::create_cq: return "CQ";
+    case pc::op::create_rmp: return "RMP";
+    case pc::op::create_qp: return "QP";
+    case pc::op::alloc_transport_domain: return "TD";
+    case pc::op::create_tis: return "TIS";
+    case pc::op::create_sq: return "SQ";
+    case pc::op::create_rq: return "RQ";
+    case pc::op::create_rqt: return "RQT";
+    case pc::op::create_tir: return "TIR";
+    case pc::op::create_flow_table: return "flow table";
+    case pc::op::create_flow_group: return "flow group";
+    case pc::op::set_flow_table_entry: return "flow entry";
+    case pc::op::alloc_flow_counter: return "flow counter";
+  }
+  return "object";
+}
 int f_obj_destroy(mlx5dv_devx_obj* obj) {
   auto* o = reinterpret_cast<fake_obj*>(obj);
-  rec->calls.push_back(o->opcode == pc::op::create_cq    ? "destroy CQ"
-                       : o->opcode == pc::op::create_rmp ? "destroy RMP"
-                                                         : "destroy QP");
+  rec->calls.push_back(std::string("destroy ") + object_name(o->opcode));
   --rec->objs;
   delete o;
   return 0;

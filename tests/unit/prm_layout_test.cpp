@@ -10,6 +10,7 @@
 
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/prm/dbr.hpp"
+#include "gdaki/prm/eth.hpp"
 #include "gdaki/prm/wqe.hpp"
 
 #if defined(GDAKI_HAVE_MLX5DV_H)
@@ -158,6 +159,32 @@ TEST(prm_layout, doorbell_record_indexes_and_uar_offsets_match) {
   EXPECT_EQ(offsetof(prm::qp_dbrec, snd), MLX5_SND_DBR * sizeof(uint32_t));
   EXPECT_EQ(prm::uar_cq_doorbell, static_cast<uint32_t>(MLX5_CQ_DOORBELL));
   EXPECT_EQ(prm::cq_arm_solicited, static_cast<uint32_t>(MLX5_CQ_DB_REQ_NOT_SOL));
+}
+
+TEST(prm_layout, eth_segment_matches_mlx5_wqe_eth_seg) {
+  EXPECT_EQ(sizeof(prm::eth_seg), sizeof(mlx5_wqe_eth_seg));
+  EXPECT_SAME_OFFSET(prm::eth_seg, rsvd0, mlx5_wqe_eth_seg, rsvd0);
+  EXPECT_SAME_OFFSET(prm::eth_seg, cs_flags, mlx5_wqe_eth_seg, cs_flags);
+  EXPECT_SAME_OFFSET(prm::eth_seg, mss, mlx5_wqe_eth_seg, mss);
+  EXPECT_SAME_OFFSET(prm::eth_seg, rsvd2, mlx5_wqe_eth_seg, rsvd2);
+  EXPECT_SAME_OFFSET(prm::eth_seg, inline_hdr_sz, mlx5_wqe_eth_seg, inline_hdr_sz);
+  EXPECT_SAME_OFFSET(prm::eth_seg, inline_hdr_start, mlx5_wqe_eth_seg, inline_hdr_start);
+  EXPECT_SAME_OFFSET(prm::eth_seg, inline_hdr, mlx5_wqe_eth_seg, inline_hdr);
+  EXPECT_EQ(prm::eth_cs::l3, MLX5_ETH_WQE_L3_CSUM);
+  EXPECT_EQ(prm::eth_cs::l4, MLX5_ETH_WQE_L4_CSUM);
+}
+
+// mlx5dv.h names byte count, WQE counter and op_own; the RSS hash result and type sit in
+// its reserved rsvd4[13] (bytes 4..16), where Linux's mlx5_cqe64 names them (bytes 12, 16).
+TEST(prm_layout, eth_rx_cqe_overlays_mlx5_cqe64) {
+  EXPECT_EQ(sizeof(prm::eth_rx_cqe), sizeof(mlx5_cqe64));
+  EXPECT_SAME_OFFSET(prm::eth_rx_cqe, byte_cnt, mlx5_cqe64, byte_cnt);
+  EXPECT_SAME_OFFSET(prm::eth_rx_cqe, wqe_counter, mlx5_cqe64, wqe_counter);
+  EXPECT_SAME_OFFSET(prm::eth_rx_cqe, signature, mlx5_cqe64, signature);
+  EXPECT_SAME_OFFSET(prm::eth_rx_cqe, op_own, mlx5_cqe64, op_own);
+  EXPECT_EQ(offsetof(prm::eth_rx_cqe, rss_hash_result), offsetof(mlx5_cqe64, rsvd4) + 8);
+  EXPECT_EQ(offsetof(prm::eth_rx_cqe, rss_hash_type), offsetof(mlx5_cqe64, rsvd4) + 12);
+  EXPECT_EQ(static_cast<int>(prm::cqe_opcode::resp_send), MLX5_CQE_RESP_SEND);
 }
 
 }  // namespace

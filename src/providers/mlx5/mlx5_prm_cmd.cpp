@@ -232,6 +232,28 @@ std::string opcode_name(uint16_t opcode) {
     case op::create_rmp: return "CREATE_RMP";
     case op::destroy_rmp: return "DESTROY_RMP";
     case op::query_rmp: return "QUERY_RMP";
+    case op::alloc_transport_domain: return "ALLOC_TRANSPORT_DOMAIN";
+    case op::dealloc_transport_domain: return "DEALLOC_TRANSPORT_DOMAIN";
+    case op::create_tir: return "CREATE_TIR";
+    case op::destroy_tir: return "DESTROY_TIR";
+    case op::create_sq: return "CREATE_SQ";
+    case op::modify_sq: return "MODIFY_SQ";
+    case op::destroy_sq: return "DESTROY_SQ";
+    case op::create_rq: return "CREATE_RQ";
+    case op::modify_rq: return "MODIFY_RQ";
+    case op::destroy_rq: return "DESTROY_RQ";
+    case op::create_tis: return "CREATE_TIS";
+    case op::destroy_tis: return "DESTROY_TIS";
+    case op::create_rqt: return "CREATE_RQT";
+    case op::destroy_rqt: return "DESTROY_RQT";
+    case op::create_flow_table: return "CREATE_FLOW_TABLE";
+    case op::destroy_flow_table: return "DESTROY_FLOW_TABLE";
+    case op::create_flow_group: return "CREATE_FLOW_GROUP";
+    case op::destroy_flow_group: return "DESTROY_FLOW_GROUP";
+    case op::set_flow_table_entry: return "SET_FLOW_TABLE_ENTRY";
+    case op::delete_flow_table_entry: return "DELETE_FLOW_TABLE_ENTRY";
+    case op::alloc_flow_counter: return "ALLOC_FLOW_COUNTER";
+    case op::dealloc_flow_counter: return "DEALLOC_FLOW_COUNTER";
   }
   char b[16];
   std::snprintf(b, sizeof b, "0x%x", opcode);

@@ -47,6 +47,29 @@ inline constexpr uint16_t query_qp = 0x50b;
 inline constexpr uint16_t create_rmp = 0x90c;
 inline constexpr uint16_t destroy_rmp = 0x90e;
 inline constexpr uint16_t query_rmp = 0x90f;
+// Raw-packet Ethernet queues and NIC receive steering (mlx5_prm_eth.hpp builds them).
+inline constexpr uint16_t alloc_transport_domain = 0x816;
+inline constexpr uint16_t dealloc_transport_domain = 0x817;
+inline constexpr uint16_t create_tir = 0x900;
+inline constexpr uint16_t destroy_tir = 0x902;
+inline constexpr uint16_t create_sq = 0x904;
+inline constexpr uint16_t modify_sq = 0x905;
+inline constexpr uint16_t destroy_sq = 0x906;
+inline constexpr uint16_t create_rq = 0x908;
+inline constexpr uint16_t modify_rq = 0x909;
+inline constexpr uint16_t destroy_rq = 0x90a;
+inline constexpr uint16_t create_tis = 0x912;
+inline constexpr uint16_t destroy_tis = 0x914;
+inline constexpr uint16_t create_rqt = 0x916;
+inline constexpr uint16_t destroy_rqt = 0x918;
+inline constexpr uint16_t create_flow_table = 0x930;
+inline constexpr uint16_t destroy_flow_table = 0x931;
+inline constexpr uint16_t create_flow_group = 0x933;
+inline constexpr uint16_t destroy_flow_group = 0x934;
+inline constexpr uint16_t set_flow_table_entry = 0x936;
+inline constexpr uint16_t delete_flow_table_entry = 0x938;
+inline constexpr uint16_t alloc_flow_counter = 0x939;
+inline constexpr uint16_t dealloc_flow_counter = 0x93a;
 }  // namespace op
 
 // Mailbox sizes in bytes (the *_in / *_out structs without trailing PAS lists: the rings
