@@ -7,37 +7,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "mlx5/prm_bytes.hpp"
 #include "providers/mlx5/mlx5_prm_cmd.hpp"
 
 using namespace gdaki::mlx5::prm_cmd;
 
 namespace {
 
-std::vector<uint8_t> zeros(size_t n) { return std::vector<uint8_t>(n, 0); }
-
-void put_be32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
-  b[at] = static_cast<uint8_t>(v >> 24);
-  b[at + 1] = static_cast<uint8_t>(v >> 16);
-  b[at + 2] = static_cast<uint8_t>(v >> 8);
-  b[at + 3] = static_cast<uint8_t>(v);
-}
-void put_be24(std::vector<uint8_t>& b, size_t at, uint32_t v) {
-  b[at] = static_cast<uint8_t>(v >> 16);
-  b[at + 1] = static_cast<uint8_t>(v >> 8);
-  b[at + 2] = static_cast<uint8_t>(v);
-}
-void put_be64(std::vector<uint8_t>& b, size_t at, uint64_t v) {
-  put_be32(b, at, static_cast<uint32_t>(v >> 32));
-  put_be32(b, at + 4, static_cast<uint32_t>(v));
-}
-
-// Reports the first differing byte, which names the misplaced field.
-void expect_same(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i], want[i]) << "byte " << i << " (bit 0x" << std::hex << i * 8 << ")";
-  }
-}
+using namespace prm_bytes;
 
 }  // namespace
 
