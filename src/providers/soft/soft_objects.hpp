@@ -112,9 +112,27 @@ struct soft_qp : verbs::provider_object {
   // read without a lock by the engine's quick checks.
   std::atomic<uint32_t> state{0};  // verbs::qp_state
   verbs::qp_attr attr;             // under both locks (modify) / exec_mu or resp_mu (read)
+  bool destroyed = false;          // set under both locks
+  std::atomic<bool> dead{false};   // copy of destroyed for lock-free checks
+  // A CPU thread has rung this QP's doorbell through the host hook (on_doorbell), so it
+  // executes what it rings: the engine then treats a local QP as it does a remote one
+  // (engine::pass, engine_seen_ci).
+  std::atomic<bool> host_rings{false};
+  // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
+  // never on a doorbell record that moved without one (docs/soft-nic.md).
+  std::atomic<bool> doorbell_gated{false};
+
+  // The three groups below are written by different threads: the requester's by the
+  // thread that rings (or the engine), the engine's notes by the engine, the responder's
+  // by the peer's executor (in one process, the peer's ringing thread). Each starts on
+  // its own cache line, and what every executor only reads (above) shares none of them:
+  // otherwise each WQE of an in-process ping-pong moved lines between the two cores
+  // (perf annotate: the exec_mu exchange and the peer's resp_mu lock were the hottest
+  // instructions of on_doorbell and try_fast_write; docs/performance.md, "In-process
+  // loopback").
 
   // Requester side (the SQ), under exec_mu.
-  exec_lock exec_mu;
+  alignas(64) exec_lock exec_mu;
   uint64_t sq_ci = 0;                    // WQEBBs consumed
   std::atomic<uint64_t> sq_ci_seen{0};   // copy of sq_ci for lock-free "any work?" checks
   stall_kind stall = stall_kind::none;   // waiting for an RNR or transport retry
@@ -145,25 +163,16 @@ struct soft_qp : verbs::provider_object {
   // waiting on this QP (remote, or local and rung by a CPU thread). It takes a waiting
   // doorbell only when the CI has not moved since (engine.cpp says why). Atomic (relaxed) only because a QP can be in two engine
   // threads' snapshots for a pass while the list changes.
-  std::atomic<uint64_t> engine_seen_ci{~uint64_t{0}};
+  alignas(64) std::atomic<uint64_t> engine_seen_ci{~uint64_t{0}};
   std::atomic<uint64_t> engine_seen_ns{0};  // when it noted engine_seen_ci
-  // A CPU thread has rung this QP's doorbell through the host hook (on_doorbell), so it
-  // executes what it rings: the engine then treats a local QP as it does a remote one
-  // (engine::pass, engine_seen_ci).
-  std::atomic<bool> host_rings{false};
-  // Exported cpu_assisted: like a real NIC, act only on rung doorbells (the UAR word),
-  // never on a doorbell record that moved without one (docs/soft-nic.md).
-  std::atomic<bool> doorbell_gated{false};
 
   // Responder side (the RQ and incoming requests), under resp_mu.
-  std::mutex resp_mu;
+  alignas(64) std::mutex resp_mu;
   uint64_t rq_ci = 0;                   // receive WQEs consumed
   std::atomic<uint64_t> rq_ci_seen{0};
-  bool destroyed = false;               // set under both locks
   // rkeys of alloc_shared() MRs that peers mapped through this QP (the shared-memory
   // wire's mapped path): taken back when the QP stops taking requests (revoke_grants).
   std::vector<uint32_t> granted_rkeys;
-  std::atomic<bool> dead{false};        // copy of destroyed for lock-free checks
 
   uint32_t sq_wqebbs() const { return 1u << log_sq; }
   uint32_t rq_wqes() const { return 1u << log_rq; }
