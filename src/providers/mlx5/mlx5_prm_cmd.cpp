@@ -145,8 +145,8 @@ constexpr uint32_t wq_wq_umem_valid = 0x121;   // [0x1]
 constexpr uint32_t wq_dbr_umem_id = 0x140;     // [0x20]
 constexpr uint32_t wq_wq_umem_id = 0x160;      // [0x20]
 constexpr uint32_t wq_wq_umem_offset = 0x180;  // [0x40]
+constexpr uint32_t wq_uar_page = 0x68;         // [0x18]
 constexpr uint32_t rmp_state_rdy = 1;
-constexpr uint32_t wq_type_linked_list = 0;
 
 // query_hca_cap_out: capability (a 0x8000-bit union) at 0x80.
 constexpr uint32_t cap_base = 0x80;
@@ -420,25 +420,33 @@ qpc_state parse_query_qp_state(std::span<const uint8_t> out) {
   return static_cast<qpc_state>(get_bits(out, qp_qpc + qpc_state_bits, 4));
 }
 
+// ---- struct wq ---------------------------------------------------------------------------
+
+void set_wq(std::span<uint8_t> in, uint32_t w, const wq_fields& f) {
+  set_bits(in, w + wq_type, 4, f.type);
+  set_bits(in, w + wq_page_offset, 5, 0);
+  set_bits(in, w + wq_lwm, 16, 0);  // no limit event
+  set_bits(in, w + wq_pd, 24, f.pdn);
+  set_bits(in, w + wq_uar_page, 24, f.uar_page);
+  set_bits(in, w + wq_dbr_addr, 64, f.dbr_offset);
+  set_bits(in, w + wq_log_wq_stride, 4, f.log_stride);
+  set_bits(in, w + wq_log_wq_pg_sz, 5, f.log_page_size);
+  set_bits(in, w + wq_log_wq_sz, 5, f.log_size);
+  set_bits(in, w + wq_dbr_umem_valid, 1, 1);
+  set_bits(in, w + wq_wq_umem_valid, 1, 1);
+  set_bits(in, w + wq_dbr_umem_id, 32, f.dbr_umem_id);
+  set_bits(in, w + wq_wq_umem_id, 32, f.wq_umem_id);
+  set_bits(in, w + wq_wq_umem_offset, 64, f.wq_umem_offset);
+}
+
 // ---- shared receive queue (RMP) ----------------------------------------------------------
 
 std::vector<uint8_t> build_create_rmp(const rmp_params& p) {
   auto in = header(size::create_rmp_in, op::create_rmp);
   set_bits(in, rmp_rmpc + rmpc_state, 4, rmp_state_rdy);
-  const uint32_t w = rmp_rmpc + rmpc_wq;
-  set_bits(in, w + wq_type, 4, wq_type_linked_list);
-  set_bits(in, w + wq_page_offset, 5, 0);
-  set_bits(in, w + wq_lwm, 16, 0);
-  set_bits(in, w + wq_pd, 24, p.pdn);
-  set_bits(in, w + wq_dbr_addr, 64, p.dbr_offset);
-  set_bits(in, w + wq_log_wq_stride, 4, p.log_wq_stride);
-  set_bits(in, w + wq_log_wq_pg_sz, 5, p.log_page_size);
-  set_bits(in, w + wq_log_wq_sz, 5, p.log_wq_size);
-  set_bits(in, w + wq_dbr_umem_valid, 1, 1);
-  set_bits(in, w + wq_wq_umem_valid, 1, 1);
-  set_bits(in, w + wq_dbr_umem_id, 32, p.dbr_umem_id);
-  set_bits(in, w + wq_wq_umem_id, 32, p.wq_umem_id);
-  set_bits(in, w + wq_wq_umem_offset, 64, p.wq_umem_offset);
+  set_wq(in, rmp_rmpc + rmpc_wq,
+         {wq_type_linked_list, p.pdn, 0, p.log_wq_stride, p.log_page_size, p.log_wq_size, p.wq_umem_id,
+          p.wq_umem_offset, p.dbr_umem_id, p.dbr_offset});
   return in;
 }
 

@@ -219,6 +219,25 @@ qpc_state parse_query_qp_state(std::span<const uint8_t> out);
 uint32_t log_rd_atomic(uint32_t n);
 
 // ---- shared receive queue (RMP) ----------------------------------------------------------
+// ---- struct wq (inside rmpc, sqc and rqc) ----------------------------------------------
+// The work-queue fields every WQ-backed object shares, with a umem-backed ring and
+// doorbell record. One writer for all of them (RMP here, raw-packet SQ / RQ in
+// mlx5_prm_eth.cpp), at the bit offset of the context's wq.
+inline constexpr uint32_t wq_type_linked_list = 0, wq_type_cyclic = 1;
+struct wq_fields {
+  uint32_t type = wq_type_cyclic;
+  uint32_t pdn = 0;
+  uint32_t uar_page = 0;        // a send WQ's doorbell page; 0 for receive WQs
+  uint32_t log_stride = 0;      // log2 of the stride in bytes
+  uint32_t log_page_size = 0;   // log2(umem page bytes) - 12
+  uint32_t log_size = 0;        // log2 of the WQE count
+  uint32_t wq_umem_id = 0;
+  uint64_t wq_umem_offset = 0;
+  uint32_t dbr_umem_id = 0;
+  uint64_t dbr_offset = 0;      // wq.dbr_addr: the record's offset inside its umem
+};
+void set_wq(std::span<uint8_t> in, uint32_t wq_bit_off, const wq_fields& f);
+
 struct rmp_params {
   uint32_t pdn = 0;
   uint32_t log_wq_size = 0;     // log2 of the WQE count (5-bit field)

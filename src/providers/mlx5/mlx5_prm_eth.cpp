@@ -41,20 +41,6 @@ constexpr uint32_t rqc_user_index = 0x28;          // [0x18]
 constexpr uint32_t rqc_cqn = 0x48;                 // [0x18]
 constexpr uint32_t rqc_wq = 0x180;
 
-// struct wq (the RMP's fields are in mlx5_prm_cmd.cpp; the same struct).
-constexpr uint32_t ewq_type = 0x00;                 // [0x4]: 1 = cyclic
-constexpr uint32_t ewq_pd = 0x48;                   // [0x18]
-constexpr uint32_t ewq_uar_page = 0x68;             // [0x18]
-constexpr uint32_t ewq_dbr_addr = 0x80;             // [0x40]
-constexpr uint32_t ewq_log_wq_stride = 0x10c;       // [0x4]
-constexpr uint32_t ewq_log_wq_pg_sz = 0x113;        // [0x5]
-constexpr uint32_t ewq_log_wq_sz = 0x11b;           // [0x5]
-constexpr uint32_t ewq_dbr_umem_valid = 0x120;      // [0x1]
-constexpr uint32_t ewq_wq_umem_valid = 0x121;       // [0x1]
-constexpr uint32_t ewq_dbr_umem_id = 0x140;         // [0x20]
-constexpr uint32_t ewq_wq_umem_id = 0x160;          // [0x20]
-constexpr uint32_t ewq_wq_umem_offset = 0x180;      // [0x40]
-constexpr uint32_t wq_type_cyclic = 1;
 constexpr uint32_t log_wqebb_bytes = 6;            // send WQ stride: one 64-byte WQEBB
 
 // modify_{sq,rq}_in: sq_state / rq_state[0x4] at 0x40, sqn / rqn at 0x48,
@@ -131,22 +117,6 @@ std::vector<uint8_t> simple(uint16_t opcode, uint32_t num) {
 
 uint32_t out_num(std::span<const uint8_t> out) { return static_cast<uint32_t>(get_bits(out, obj_num, 24)); }
 
-void set_wq(std::span<uint8_t> in, uint32_t w, uint32_t pdn, uint32_t uar_page, uint32_t log_stride,
-            uint32_t log_pg, uint32_t log_sz, uint32_t wq_umem, uint64_t wq_off, uint32_t dbr_umem,
-            uint64_t dbr_off) {
-  set_bits(in, w + ewq_type, 4, wq_type_cyclic);
-  set_bits(in, w + ewq_pd, 24, pdn);
-  set_bits(in, w + ewq_uar_page, 24, uar_page);
-  set_bits(in, w + ewq_dbr_addr, 64, dbr_off);
-  set_bits(in, w + ewq_log_wq_stride, 4, log_stride);
-  set_bits(in, w + ewq_log_wq_pg_sz, 5, log_pg);
-  set_bits(in, w + ewq_log_wq_sz, 5, log_sz);
-  set_bits(in, w + ewq_dbr_umem_valid, 1, 1);
-  set_bits(in, w + ewq_wq_umem_valid, 1, 1);
-  set_bits(in, w + ewq_dbr_umem_id, 32, dbr_umem);
-  set_bits(in, w + ewq_wq_umem_id, 32, wq_umem);
-  set_bits(in, w + ewq_wq_umem_offset, 64, wq_off);
-}
 
 void set_bytes(std::span<uint8_t> in, uint32_t bit_off, std::span<const uint8_t> bytes) {
   for (size_t i = 0; i < bytes.size(); ++i) set_bits(in, bit_off + static_cast<uint32_t>(8 * i), 8, bytes[i]);
@@ -218,8 +188,9 @@ std::vector<uint8_t> build_create_sq(const sq_params& p) {
   set_bits(in, ctx + sqc_cqn, 24, p.cqn);
   set_bits(in, ctx + sqc_tis_lst_sz, 16, 1);
   set_bits(in, ctx + sqc_tis_num_0, 24, p.tisn);
-  set_wq(in, ctx + sqc_wq, p.pdn, p.uar_page, log_wqebb_bytes, p.log_page_size, p.log_wq_size, p.wq_umem_id,
-         p.wq_umem_offset, p.dbr_umem_id, p.dbr_offset);
+  set_wq(in, ctx + sqc_wq,
+         {wq_type_cyclic, p.pdn, p.uar_page, log_wqebb_bytes, p.log_page_size, p.log_wq_size, p.wq_umem_id,
+          p.wq_umem_offset, p.dbr_umem_id, p.dbr_offset});
   return in;
 }
 uint32_t parse_sqn(std::span<const uint8_t> out) { return out_num(out); }
@@ -243,8 +214,9 @@ std::vector<uint8_t> build_create_rq(const rq_params& p) {
   set_bits(in, ctx + rqc_user_index, 24, p.user_index);
   set_bits(in, ctx + rqc_cqn, 24, p.cqn);
   // A receive WQ needs no UAR: posting only writes its doorbell record.
-  set_wq(in, ctx + rqc_wq, p.pdn, 0, p.log_wq_stride, p.log_page_size, p.log_wq_size, p.wq_umem_id,
-         p.wq_umem_offset, p.dbr_umem_id, p.dbr_offset);
+  set_wq(in, ctx + rqc_wq,
+         {wq_type_cyclic, p.pdn, 0, p.log_wq_stride, p.log_page_size, p.log_wq_size, p.wq_umem_id,
+          p.wq_umem_offset, p.dbr_umem_id, p.dbr_offset});
   return in;
 }
 uint32_t parse_rqn(std::span<const uint8_t> out) { return out_num(out); }
