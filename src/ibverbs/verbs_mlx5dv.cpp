@@ -26,6 +26,17 @@ int init_qp(ibv_qp* in, mlx5dv_qp* out) {
   qp_state* st = qp_of(in)->st;
   std::lock_guard<std::mutex> lock(st->send_mu);
   const gdaki::dev::qp_handle& h = *st->h;
+  // The program rings this QP's doorbell itself from now on, not through the host hook:
+  // exporting it once more without the hook tells the soft NIC to keep polling it while
+  // idle (engine::note_hookless_ringer). The handle itself is the one post_send uses.
+  gdaki::verbs::qp_export_options eo;
+  eo.srq = st->srq != nullptr ? st->srq->obj.host_handle() : nullptr;
+  eo.host_hook = false;
+  try {
+    (void)st->q.export_handle(st->hs.get(), st->hr.get(), eo);
+  } catch (const gdaki::error& e) {
+    return soft_fail("mlx5dv_init_obj", e.code(), e.what());
+  }
   std::memset(out, 0, sizeof *out);
   out->dbrec = reinterpret_cast<__be32*>(h.dbrec);
   out->sq.buf = h.sq_buf;

@@ -200,6 +200,7 @@ status export_qp(provider_object* qpo, const verbs::qp_export_options& opt, dev:
   // cpu_assisted: the NIC then acts on rung doorbells only, as a ConnectX does, so work
   // whose doorbell record moved waits for the CPU doorbell service (proxy/doorbell_service.hpp).
   q->doorbell_gated.store(opt.db_mode == dev::doorbell_mode::cpu_assisted, std::memory_order_release);
+  if (!opt.host_hook && q->dev->eng) q->dev->eng->note_hookless_ringer();
   *out = dev::qp_handle{};
   out->sq_buf = q->sq;
   out->log_sq_wqebbs = q->log_sq;

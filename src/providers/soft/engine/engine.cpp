@@ -17,6 +17,13 @@ namespace gdaki::soft {
 namespace {
 // How soon the engine looks again at a doorbell it left to the ringing thread (pass()).
 constexpr uint64_t recheck_ns = 2000;
+// The longest idle sleep while every QP is rung through the host hook (each ring wakes a
+// sleeper, so the sleep could be endless). A safety net, not a latency figure: were a
+// doorbell ever to move without the hook, it would wait this long, never forever. At
+// max_sleep_us (2 ms) 4 idle devices took 4.4-4.8% of a core, nearly all of it in the
+// kernel's context switches (perf: finish_task_switch); at 100 ms, well under 0.5%
+// (tests/soft/idle_cpu_test.cpp, docs/soft-nic.md "Measured").
+constexpr uint32_t hooked_sleep_us = 100000;
 }  // namespace
 
 engine::engine(const config& cfg) : cfg_(cfg) {
@@ -49,6 +56,11 @@ void engine::remove(const soft_qp* qp) {
   std::lock_guard lk(list_mu_);
   list_.erase(std::remove_if(list_.begin(), list_.end(), [qp](const auto& p) { return p.get() == qp; }), list_.end());
   list_version_.fetch_add(1);
+}
+
+void engine::note_hookless_ringer() {
+  hookless_ringers_.store(true);
+  wake();  // a sleeper in a long hooked sleep starts polling at max_sleep_us now
 }
 
 void engine::wake() {
@@ -239,7 +251,10 @@ void engine::run(uint32_t index) {
       std::unique_lock lk(wake_mu_);
       wake_cv_.wait_for(lk, std::chrono::nanoseconds(wait_ns),
                         [&] { return stop_.load() || wake_seq_.load() != seq || list_version_.load() != seen_version; });
-      sleep_us = std::min(sleep_us * 2, cfg_.max_sleep_us);
+      const uint32_t cap = hookless_ringers_.load(std::memory_order_relaxed)
+                               ? cfg_.max_sleep_us
+                               : std::max(cfg_.max_sleep_us, hooked_sleep_us);
+      sleep_us = std::min(sleep_us * 2, cap);
     }
     sleepers_.fetch_sub(1);
     if (found || wake_seq_.load() != seq) {

@@ -2,7 +2,9 @@
 // the doorbell records of their QPs (QP i belongs to thread i % engine_threads), execute
 // new WQEs in order with a per-pass budget per QP (round-robin fairness), and back off
 // when idle: spin (pause) for spin_us, then sched_yield for yield_us, then sleep with
-// doubling timeouts up to max_sleep_us. A thread whose QPs only wait for responses on the
+// doubling timeouts up to max_sleep_us (or, while every QP of the device is rung only
+// through the host hook, up to hooked_sleep_us: nothing can ring it unseen, so polling
+// would only burn a core's time). A thread whose QPs only wait for responses on the
 // wire sleeps in poll() on those sockets (and its wake-up eventfd) instead: it neither
 // spins against the peer for the CPU nor sleeps past a response. A host thread that rings a doorbell calls
 // on_doorbell(): it executes the QP's new WQEs itself (inline_exec) under the QP's
@@ -38,6 +40,10 @@ class engine {
   void on_doorbell(soft_qp& qp);
   // The host poll hook's body: a CPU thread found the QP's send CQ empty.
   void on_poll(soft_qp& qp);
+  // A QP of this device was handed out without the host hook (a GPU initiator, the CPU
+  // doorbell service, mlx5dv_init_obj): its doorbells can move without a wake(), so from
+  // now on idle threads poll at least every max_sleep_us. Wakes the sleepers.
+  void note_hookless_ringer();
 
  private:
   void run(uint32_t index);
@@ -58,6 +64,7 @@ class engine {
   std::atomic<uint32_t> wire_waiters_{0};  // threads in wait_wire
   int wake_fd_ = -1;                       // eventfd: wakes wait_wire
   std::atomic<bool> stop_{false};
+  std::atomic<bool> hookless_ringers_{false};  // note_hookless_ringer(); never cleared
   std::vector<std::thread> threads_;
 };
 
