@@ -8,7 +8,9 @@
 //
 // gdaki's iteration: one thread per rank puts its chunk to every peer with signal inc,
 // waits until every peer's chunk has signalled, then flushes (sources reusable, as when
-// MPI_Alltoall returns). Iterations are separated by MPI_Barrier for both, untimed.
+// MPI_Alltoall returns). Iterations are separated by MPI_Barrier for both, untimed. The
+// chunk to itself is a put like the others; on the soft NIC the communicator does it
+// without the loopback QP (comm::options::self_direct), unless --self-through-loopback-qp.
 // --breakdown adds, per size, rank 0's median time in each of the three phases (posting
 // the puts, waiting for the peers' signals, the flush) over every timed gdaki iteration.
 #include <mpi.h>
@@ -105,15 +107,19 @@ int main(int argc, char** argv) {
     fw::common_options o;
     o.runs = 5;
     uint64_t min_bytes = 8, max_bytes = 64ull << 20;
-    bool breakdown = false;
+    bool breakdown = false, self_via_qp = false;
     fw::add_common_options(app, o);
     app.add_option("--min-bytes", min_bytes, "Smallest size, bytes per peer")->capture_default_str();
     app.add_option("--max-bytes", max_bytes, "Largest size, bytes per peer")->capture_default_str();
     app.add_flag("--breakdown", breakdown, "Also print gdaki's time per phase: puts, signal wait, flush");
+    app.add_flag("--self-through-loopback-qp", self_via_qp,
+                 "Each rank's chunk to itself as WQEs on its loopback QP (comm::options::self_direct = false)");
     app.parse(argc, argv);
     if (min_bytes < 8) min_bytes = 8;
 
-    comm::communicator c = comm::from_mpi(MPI_COMM_WORLD);
+    comm::options copt;
+    copt.self_direct = !self_via_qp;
+    comm::communicator c = comm::from_mpi(MPI_COMM_WORLD, copt);
     setup s{&c, nullptr, nullptr, 0, 0, c.rank(), c.size(), 0, {}};
     s.sw = c.alloc_window(max_bytes * uint64_t(s.n));
     s.rw = c.alloc_window(max_bytes * uint64_t(s.n));
@@ -122,7 +128,7 @@ int main(int argc, char** argv) {
     // Rank 0 reports (rows, finish); the other ranks only measure with it.
     fw::writer w(o, "comm_alltoall",
                  "All-to-all: gdaki communicator vs MPI_Alltoall; time = median iteration of a run, runs interleaved",
-                 {fw::integer("ranks", uint64_t(s.n))}, {{"time", "usec"}, {"bw", "GB/s (1e9 bytes per second)"}});
+                 {fw::integer("ranks", uint64_t(s.n)), fw::integer("self_direct", c.device().self_direct)}, {{"time", "usec"}, {"bw", "GB/s (1e9 bytes per second)"}});
     uint64_t it = 0;
     for (uint64_t bytes = min_bytes; bytes <= max_bytes && rc == 0; bytes *= 2) {
       for (int p = 0; p < s.n; ++p)

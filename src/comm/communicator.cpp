@@ -191,6 +191,9 @@ void communicator::impl::setup() {
   dc.ncontexts = opt.contexts;
   dc.nsignals = opt.signals;
   dc.ncounters = opt.counters;
+  // The communicator's initiators are CPU threads (make_links exports for them), so on a
+  // NIC modelled by CPU threads the NIC's atomics and theirs are one kind.
+  dc.self_direct = opt.self_direct && device.caps().nic_on_cpu_threads ? 1u : 0u;
   dc.timeout_ns = uint64_t{opt.timeout_ms} * 1'000'000ull;
   dc.qps = qp_table.data();
   dc.windows = windows.data();

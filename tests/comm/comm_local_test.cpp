@@ -11,8 +11,9 @@ namespace {
 
 using namespace comm_test;
 
-comm::options small_options() {
+comm::options small_options(bool self_direct = true) {
   comm::options o;
+  o.self_direct = self_direct;
   o.contexts = 2;
   o.heap_bytes = 1 << 20;
   o.timeout_ms = 20000;
@@ -39,50 +40,111 @@ std::string on_every_rank(std::vector<comm::communicator>& comms, Fn fn) {
   return all;
 }
 
-class comm_local : public ::testing::TestWithParam<int> {};
+// (ranks, self_direct): every scenario with operations to self done directly and through
+// the loopback QP.
+class comm_local : public ::testing::TestWithParam<std::tuple<int, bool>> {
+ protected:
+  int ranks() const { return std::get<0>(GetParam()); }
+  comm::options opts() const { return small_options(std::get<1>(GetParam())); }
+};
 
 TEST_P(comm_local, creation_names_every_rank) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
-  ASSERT_EQ(int(comms.size()), GetParam());
-  for (int r = 0; r < GetParam(); ++r) {
+  auto comms = comm::communicator::create_local(ranks(), opts());
+  ASSERT_EQ(int(comms.size()), ranks());
+  for (int r = 0; r < ranks(); ++r) {
     EXPECT_EQ(comms[r].rank(), r);
-    EXPECT_EQ(comms[r].size(), GetParam());
+    EXPECT_EQ(comms[r].size(), ranks());
     EXPECT_EQ(comms[r].device().ncontexts, 2u);
     EXPECT_NE(comms[r].rank_name(r).find("rank " + std::to_string(r) + " (pid "), std::string::npos);
   }
 }
 
 TEST_P(comm_local, every_operation) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, every_operation), "");
 }
 
 TEST_P(comm_local, teams_stride_and_colour) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, teams), "");
 }
 
 TEST_P(comm_local, barrier_covers_puts_to_self) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, barrier_covers_puts_to_self), "");
 }
 
 TEST_P(comm_local, errors_abi_timeouts_and_raw_qp) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, errors_and_escape_hatch), "");
 }
 
 TEST_P(comm_local, warp_and_block_scopes_on_host_grid) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, scopes_on_host_grid), "");
 }
 
 TEST_P(comm_local, symmetric_heap) {
-  auto comms = comm::communicator::create_local(GetParam(), small_options());
+  auto comms = comm::communicator::create_local(ranks(), opts());
   EXPECT_EQ(on_every_rank(comms, heap), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(ranks, comm_local, ::testing::Values(2, 3, 4));
+std::string comm_local_name(const ::testing::TestParamInfo<std::tuple<int, bool>>& p) {
+  return std::to_string(std::get<0>(p.param)) + (std::get<1>(p.param) ? "_self_direct" : "_self_through_loopback_qp");
+}
+INSTANTIATE_TEST_SUITE_P(ranks, comm_local, ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+                         comm_local_name);
+
+// With self_direct, every operation to this rank has completed when its call returns
+// (data, signal, counter) and posted nothing on the loopback QP; without it each one is
+// WQEs on that QP (its reservation counter moves) and completes by flush. One rank, so the
+// loopback QP is the only QP.
+TEST(comm_local_self, operations_to_self_skip_the_loopback_qp_only_with_self_direct) {
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "self_direct" : "through the loopback QP");
+    auto comms = comm::communicator::create_local(1, small_options(direct));
+    comm::communicator& c = comms[0];
+    const comm::dev_comm& d = c.device();
+    ASSERT_EQ(d.self_direct, direct ? 1u : 0u);
+    const comm::window_t win = c.alloc_window(4096);
+    auto* base = static_cast<uint64_t*>(c.window_base(win));
+    for (uint64_t i = 0; i < 8; ++i) base[i] = 0x1000 + i;
+    const gdaki::dev::qp_handle* loop = comm::raw_qp(d, 0, 0);
+    const uint64_t reserved0 = loop->sq_reserved;
+    // put 8 B with signal add and counter, put_value with signal set, get, signal alone.
+    ASSERT_EQ(comm::put(d, 0, d.world, 0, win, 64, win, 0, 8, comm::signal_add(1, 5), comm::counter_inc(2)),
+              gdaki::status::ok);
+    ASSERT_EQ(comm::put_value(d, 0, d.world, 0, win, 72, uint64_t{0xabcd}, comm::signal_set(2, 9)), gdaki::status::ok);
+    ASSERT_EQ(comm::get(d, 0, d.world, 0, win, 80, win, 8, 16, comm::counter_inc(2)), gdaki::status::ok);
+    ASSERT_EQ(comm::signal(d, 0, d.world, 0, comm::signal_inc(3)), gdaki::status::ok);
+    ASSERT_EQ(comm::barrier(d, 0, d.world), gdaki::status::ok);
+    if (direct) {
+      EXPECT_EQ(loop->sq_reserved, reserved0) << "an operation to self posted a WQE";
+      // Done at return, before any flush: the data, the signals and the counter.
+      EXPECT_EQ(base[8], 0x1000u);
+      EXPECT_EQ(base[9], 0xabcdu);
+      EXPECT_EQ(base[10], 0x1001u);
+      EXPECT_EQ(base[11], 0x1002u);
+      EXPECT_EQ(comm::read_signal(d, 1), 5u);
+      EXPECT_EQ(comm::read_signal(d, 2), 9u);
+      EXPECT_EQ(comm::read_signal(d, 3), 1u);
+      EXPECT_EQ(comm::read_counter(d, 2), 2u);
+    } else {
+      EXPECT_GT(loop->sq_reserved, reserved0) << "the loopback QP carried nothing";
+    }
+    ASSERT_EQ(comm::flush(d, 0), gdaki::status::ok);
+    EXPECT_EQ(base[8], 0x1000u);
+    EXPECT_EQ(base[9], 0xabcdu);
+    EXPECT_EQ(base[10], 0x1001u);
+    EXPECT_EQ(base[11], 0x1002u);
+    EXPECT_EQ(comm::wait_signal(d, 1, 5), gdaki::status::ok);
+    EXPECT_EQ(comm::read_signal(d, 2), 9u);
+    EXPECT_EQ(comm::wait_signal(d, 3, 1), gdaki::status::ok);
+    EXPECT_EQ(comm::wait_counter(d, 2, 2), gdaki::status::ok);
+    EXPECT_EQ(comm::read_counter(d, 2), 2u);
+    c.free_window(win);
+  }
+}
 
 TEST(comm_local_stress, barrier_10000_times_4_ranks) {
   auto comms = comm::communicator::create_local(4, small_options());

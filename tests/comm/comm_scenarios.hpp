@@ -249,8 +249,9 @@ inline std::string teams(comm::communicator& c) {
 }
 
 // A barrier makes this rank's own puts to itself visible too: a rank is a member of its
-// team, and a put to self travels its loopback QP like any other. Large puts (256 KiB, so
-// the engine is still copying when the barrier is entered), to self, followed by a
+// team, and a put to self travels its loopback QP like any other (or, with self_direct,
+// is done by the call itself). Large puts (256 KiB, so on the loopback QP the engine is
+// still copying when the barrier is entered), to self, followed by a
 // barrier of the world team and of a team of one (each rank alone in its colour), then
 // every byte is read back at once.
 inline std::string barrier_covers_puts_to_self(comm::communicator& c) {

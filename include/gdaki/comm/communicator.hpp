@@ -24,6 +24,9 @@ struct options {
   uint32_t counters = 64;        // counters per rank
   size_t heap_bytes = 0;         // symmetric heap (window made at creation); 0 = none
   uint32_t timeout_ms = 10000;   // bootstrap steps and the device API's default bound
+  // Operations to this rank itself bypass the loopback QP where the NIC's atomics are the
+  // initiators' own (dev_comm::self_direct); false: always through the loopback QP.
+  bool self_direct = true;
 };
 
 // A symmetric-heap allocation: the same (window, offset) on every rank.

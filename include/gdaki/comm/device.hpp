@@ -1,9 +1,10 @@
 // The communicator's device API: one-sided operations between ranks addressed as (team,
 // peer, window, offset), signals, counters and barriers, in the shape of NCCL's GIN
 // (ncclGin) and NVSHMEM. Written on top of the QP device API (device/ops.hpp): every
-// operation is WQEs on the RC QP of (context, peer). Compiles as CUDA device code, nvcc
-// host code and g++ host code; on CPU threads it runs through the host grid launcher.
-// docs/communicator.md has the semantics and the mapping table.
+// operation is WQEs on the RC QP of (context, peer), except those to this rank itself
+// where dev_comm::self_direct allows ("Operations to this rank" below). Compiles as CUDA
+// device code, nvcc host code and g++ host code; on CPU threads it runs through the host
+// grid launcher. docs/communicator.md has the semantics and the mapping table.
 //
 // Scope (template parameter, as in ops.hpp):
 //   scope_thread  the calling thread acts alone
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "gdaki/comm/device_comm.hpp"
@@ -256,6 +258,53 @@ GDAKI_HD inline uint64_t* local_signal(const dev_comm& c, uint32_t slot) {
   return reinterpret_cast<uint64_t*>(c.signals.local_base) + slot;
 }
 
+// ---- Operations to this rank itself -------------------------------------------------
+// With dev_comm::self_direct, a put, put_value, get or signal whose peer is this rank, and
+// this rank's own barrier slot, are done by the calling thread in its own memory: the copy,
+// then the signal's atomic (release), then the counter. They have completed when the call
+// returns, so every guarantee of the QP path holds (a signal follows its put's data and
+// every earlier put to this rank; a flush covers them; a counter counts them), and they
+// cost a copy instead of WQEs, a doorbell and the NIC model's execution of each.
+// (Measured: docs/performance.md, "Operations to this rank without the loopback QP".)
+// Only their order against operations posted to this rank through raw_qp is not kept.
+
+GDAKI_HD inline bool to_self(const dev_comm& c, int32_t world_peer) {
+  return c.self_direct != 0 && world_peer == c.rank;
+}
+
+// As the soft NIC's WRITE: an aligned 8- or 4-byte piece is one store, so a thread that
+// polls that word never sees half of it; anything else is a memcpy.
+GDAKI_HD inline void copy_to_self(uint64_t dst, uint64_t src, uint64_t bytes) {
+  if (bytes == 8 && (dst | src) % 8 == 0) {
+    dev::arch::store_release(reinterpret_cast<uint64_t*>(dst), *reinterpret_cast<const uint64_t*>(src));
+  } else if (bytes == 4 && (dst | src) % 4 == 0) {
+    dev::arch::store_release(reinterpret_cast<uint32_t*>(dst), *reinterpret_cast<const uint32_t*>(src));
+  } else if (bytes != 0) {
+    memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  }
+}
+
+// The remote action at this rank: ordered after the copies before it (release).
+GDAKI_HD inline void signal_self(const dev_comm& c, const remote_action& ra) {
+  if (ra.op == remote_action::kind::none) return;
+  uint64_t* s = local_signal(c, ra.signal);
+  if (ra.op == remote_action::kind::set) {
+    dev::arch::store_release(s, ra.value);
+  } else {
+    (void)dev::arch::fetch_add(s, ra.value);
+  }
+}
+
+// A counted operation to this rank has completed. The completed count goes up before the
+// issued one: read_counter raises completed to a snapshot of issued, and a snapshot that
+// includes this operation must not be followed by this increment (the value would run
+// ahead of the truth).
+GDAKI_HD inline void count_done(const dev_comm& c, const local_action& la) {
+  if (!la.inc) return;
+  (void)dev::arch::fetch_add(&c.counter_completed[la.counter], uint64_t{1});
+  (void)dev::arch::fetch_add(&c.counter_issued[la.counter], uint64_t{1});
+}
+
 // A counted operation was posted with `ticket` on QP index q: record the ticket first,
 // then the count, so whoever sees the count also sees a ticket that covers it.
 GDAKI_HD inline void count_posted(const dev_comm& c, const local_action& la, uint32_t q, uint64_t ticket) {
@@ -292,10 +341,11 @@ GDAKI_HD inline status put(const dev_comm& c, uint32_t ctx, const dev_team& t, i
   }
   // A lane with bad arguments still takes part in the collective post, as a skipping one.
   const bool posts = ok && !(flags & skip);
-  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
+  const bool self = posts && detail::to_self(c, w);  // a lane to itself posts nothing either
+  const uint32_t q = posts && !self ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::remote_ptr to{}, sig{};
   dev::local_ptr from{};
-  if (posts) {
+  if (posts && !self) {
     const dev_window& dw = c.windows[dst];
     const dev_window& sw = c.windows[src];
     to = {dw.peer_base[w] + dst_offset, dw.peer_rkey[w]};
@@ -318,6 +368,12 @@ GDAKI_HD inline status put(const dev_comm& c, uint32_t ctx, const dev_team& t, i
   });
   if (!ok) return status::invalid;
   if (!posts) return st;
+  if (self) {
+    detail::copy_to_self(c.windows[dst].local_base + dst_offset, c.windows[src].local_base + src_offset, bytes);
+    detail::signal_self(c, ra);
+    detail::count_done(c, la);
+    return status::ok;
+  }
   if (st == status::ok) detail::count_posted(c, la, q, ticket);
   return detail::posted(c, st, w);
 }
@@ -335,10 +391,11 @@ GDAKI_HD inline status put_value(const dev_comm& c, uint32_t ctx, const dev_team
     ok = w >= 0 && detail::window_range_ok(c, dst, dst_offset, sizeof(T)) && detail::signal_ok(c, ra);
   }
   const bool posts = ok && !(flags & skip);
-  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
+  const bool self = posts && detail::to_self(c, w);
+  const uint32_t q = posts && !self ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::remote_ptr to{};
-  if (posts) to = {c.windows[dst].peer_base[w] + dst_offset, c.windows[dst].peer_rkey[w]};
-  const bool has_sig = posts && ra.op != remote_action::kind::none;
+  if (posts && !self) to = {c.windows[dst].peer_base[w] + dst_offset, c.windows[dst].peer_rkey[w]};
+  const bool has_sig = posts && !self && ra.op != remote_action::kind::none;
   const dev::remote_ptr sig = has_sig ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
   const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
   uint64_t ticket = 0;
@@ -355,6 +412,11 @@ GDAKI_HD inline status put_value(const dev_comm& c, uint32_t ctx, const dev_team
   });
   if (!ok) return status::invalid;
   if (!posts) return st;
+  if (self) {
+    detail::copy_to_self(c.windows[dst].local_base + dst_offset, reinterpret_cast<uint64_t>(&value), sizeof(T));
+    detail::signal_self(c, ra);
+    return status::ok;
+  }
   return detail::posted(c, st, w);
 }
 
@@ -373,10 +435,11 @@ GDAKI_HD inline status get(const dev_comm& c, uint32_t ctx, const dev_team& t, i
          detail::window_range_ok(c, src, src_offset, bytes) && detail::counter_ok(c, la);
   }
   const bool posts = ok && !(flags & skip);
-  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
+  const bool self = posts && detail::to_self(c, w);
+  const uint32_t q = posts && !self ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
   dev::local_ptr to{};
   dev::remote_ptr from{};
-  if (posts) {
+  if (posts && !self) {
     to = {c.windows[dst].local_base + dst_offset, c.windows[dst].lkey};
     from = {c.windows[src].peer_base[w] + src_offset, c.windows[src].peer_rkey[w]};
   }
@@ -386,6 +449,11 @@ GDAKI_HD inline status get(const dev_comm& c, uint32_t ctx, const dev_team& t, i
   });
   if (!ok) return status::invalid;
   if (!posts) return st;
+  if (self) {
+    detail::copy_to_self(c.windows[dst].local_base + dst_offset, c.windows[src].local_base + src_offset, bytes);
+    detail::count_done(c, la);
+    return status::ok;
+  }
   if (st == status::ok) detail::count_posted(c, la, q, ticket);
   return detail::posted(c, st, w);
 }
@@ -403,8 +471,9 @@ GDAKI_HD inline status signal(const dev_comm& c, uint32_t ctx, const dev_team& t
     if (w >= 0 && ra.op == remote_action::kind::none) detail::report(c, diag_kind::bad_signal, w, -1, -1, status::invalid);
   }
   const bool posts = ok && !(flags & skip);
-  const uint32_t q = posts ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
-  const dev::remote_ptr sig = posts ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
+  const bool self = posts && detail::to_self(c, w);
+  const uint32_t q = posts && !self ? ctx * c.nranks + static_cast<uint32_t>(w) : detail::no_qp;
+  const dev::remote_ptr sig = posts && !self ? detail::signal_word(c, w, ra.signal) : dev::remote_ptr{};
   const dev::signal_op op = ra.op == remote_action::kind::set ? dev::signal_op::set : dev::signal_op::add;
   uint64_t ticket = 0;
   const status st = detail::per_qp<Scope>(c, q, [&](dev::qp_handle& qp, uint32_t f) {
@@ -412,6 +481,10 @@ GDAKI_HD inline status signal(const dev_comm& c, uint32_t ctx, const dev_team& t
   });
   if (!ok) return status::invalid;
   if (!posts) return st;
+  if (self) {
+    detail::signal_self(c, ra);
+    return status::ok;
+  }
   return detail::posted(c, st, w);
 }
 
@@ -598,7 +671,8 @@ GDAKI_HD inline status reset_counter(const dev_comm& c, counter_t k) {
 // theirs. Puts this rank posted on ctx before the barrier are visible at each member
 // before that member leaves (each slot write follows them on the same QP). The caller is
 // a member too: its own slot travels its loopback QP behind its puts to itself, which an
-// engine may still be executing when the caller enters (a team of one still waits). One
+// engine may still be executing when the caller enters (a team of one still waits); with
+// self_direct those puts are done, and the slot is a store. One
 // caller (thread, warp or block) per team at a time on each rank. Returns ok, io_error or
 // timeout (the record names the first member that did not arrive, and the team).
 template <typename Scope = scope_thread>
@@ -613,6 +687,10 @@ GDAKI_HD inline status barrier(const dev_comm& c, uint32_t ctx, const dev_team& 
       const uint32_t me = static_cast<uint32_t>(c.rank);
       for (uint32_t r = 0; r < t.size && st == static_cast<uint64_t>(status::ok); ++r) {
         const int32_t w = team_to_world(t, static_cast<int32_t>(r));
+        if (detail::to_self(c, w)) {
+          dev::arch::store_release(detail::local_signal(c, base + me), epoch);
+          continue;
+        }
         uint64_t ticket = 0;
         const status s = dev::signal<scope_thread, dev::sharing::grid>(
             *c.qps[ctx * c.nranks + static_cast<uint32_t>(w)], detail::signal_word(c, w, base + me),

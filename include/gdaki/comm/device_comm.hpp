@@ -18,7 +18,7 @@ namespace gdaki::comm {
 
 // Bumped whenever a field of dev_comm, dev_window, dev_team or comm_diag moves or changes
 // meaning. check_abi compares it, and sizeof(dev_comm), with what the kernel was built for.
-inline constexpr uint32_t abi_version = 1;
+inline constexpr uint32_t abi_version = 2;  // 2: self_direct (was padding)
 
 // Fixed capacities: tables the host fills once and kernels index without bounds games.
 inline constexpr uint32_t max_windows = 64;   // user windows per communicator (heap included)
@@ -84,7 +84,12 @@ struct dev_comm {
   uint32_t ncontexts;
   uint32_t nsignals;     // user signals 0..nsignals-1
   uint32_t ncounters;    // counters 0..ncounters-1
-  uint32_t pad0;
+  // 1: operations to this rank itself are memory operations of the caller (data copies,
+  // signal atomics, counters), not WQEs on the loopback QP. Set only where the NIC's
+  // atomics are the initiators' own (the soft NIC with CPU initiators): a ConnectX's
+  // atomics are not atomic against a GPU's or CPU's on the same word, so there a signal to
+  // self must take the NIC like every other (device.hpp, "Operations to this rank").
+  uint32_t self_direct;
   uint64_t timeout_ns;   // default bound on ring-space waits and waits without their own
   // qps[ctx * nranks + world_peer]: one RC QP per peer per context (self included: a
   // loopback pair), shared by every thread of every kernel (sharing::grid).
