@@ -114,7 +114,13 @@ int main(int argc, char** argv) {
     app.add_flag("--breakdown", breakdown, "Also print gdaki's time per phase: puts, signal wait, flush");
     app.add_flag("--self-through-loopback-qp", self_via_qp,
                  "Each rank's chunk to itself as WQEs on its loopback QP (comm::options::self_direct = false)");
-    app.parse(argc, argv);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {  // --help, or a bad option: CLI11's own message
+      const int code = app.exit(e);
+      MPI_Finalize();
+      return code;
+    }
     if (min_bytes < 8) min_bytes = 8;
 
     comm::options copt;
