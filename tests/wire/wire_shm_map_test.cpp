@@ -31,9 +31,17 @@ constexpr size_t target_bytes = 1u << 20;
 
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 31 + 5); }
 
+// FNV-1a of n bytes: what "hash" answers for the target's bytes.
+uint64_t fnv(const uint8_t* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
 // The target: its buffer from alloc_shared, registered; serves until "bye". "dereg"
 // deregisters the MR; "check N" verifies that the first N bytes are pattern(i) and the
-// rest are still zero; "word N" answers the 8 bytes at offset N; "reg_no_atomic"
+// rest are still zero; "word N" answers the 8 bytes at offset N; "hash OFF LEN" answers
+// fnv() of LEN bytes at offset OFF; "reg_no_atomic"
 // registers the buffer again without remote atomic and answers the new rkey.
 int target_main(uint16_t port) {
   use_wire("shm");
@@ -73,6 +81,10 @@ int target_main(uint16_t port) {
       uint64_t v = 0;
       std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
       x.send(text(std::to_string(v)));
+    } else if (cmd.rfind("hash ", 0) == 0) {
+      const size_t sp = cmd.find(' ', 5);
+      const size_t off = std::stoul(cmd.substr(5, sp - 5)), len = std::stoul(cmd.substr(sp + 1));
+      x.send(text(std::to_string(fnv(buf + off, len))));
     } else if (cmd.rfind("check ", 0) == 0) {
       const size_t n = std::stoul(cmd.substr(6));
       bool ok = true;
@@ -191,6 +203,28 @@ TEST(wire_shm_map, writes_and_reads_complete_through_the_mapping_while_the_targe
 }
 
 TEST(wire_shm_map, without_the_mapped_path_the_same_write_needs_the_target) { write_then_read_while_stopped(false); }
+
+// WRITEs of GDAKI_SOFT_SHM_STREAM_MIN (32 KiB) or more through the mapping go with plain or
+// streaming stores (stream_copy.hpp: the first epoch of the mapping's chooser runs both),
+// each with new bytes and at another alignment of both ends: every one lands exactly.
+TEST(wire_shm_map, large_mapped_writes_land_exactly_whichever_stores_copy_them) {
+  initiator in(true);
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  for (uint32_t i = 0; i < 2 * gdaki::soft::store_chooser::first_epoch; ++i) {
+    const size_t src_off = (i * 7) % 64, dst_off = (i * 61) % 64, len = 32768 + i * 997 + 3;
+    uint8_t* src = in.s->buf.data() + src_off;
+    for (size_t k = 0; k < len; ++k) src[k] = static_cast<uint8_t>(k * 13 + i);
+    const uint16_t at = static_cast<uint16_t>(h.sq_reserved);
+    const dev::sge g = sg(src, static_cast<uint32_t>(len), in.s->mr.lkey());
+    post_write(h, in.t.buf + dst_off, in.t.rkey, &g, 1);
+    expect_req_cqe(wait_cqe(in.s->ep, false), *in.s->ep.hs, send_opcode::rdma_write, qpn, at,
+                   static_cast<uint32_t>(len));
+    ASSERT_EQ(in.ask("hash " + std::to_string(dst_off) + " " + std::to_string(len)), std::to_string(fnv(src, len)))
+        << "WRITE " << i << ": " << len << " bytes from offset " << src_off << " to offset " << dst_off;
+  }
+  EXPECT_EQ(in.finish(), 0);
+}
 
 // Atomics through the mapping: the first one (no WRITE before it, as a communicator's
 // signal window sees only atomics) asks for the grant; with the target stopped, FA and CS

@@ -41,6 +41,10 @@ struct config {
   // GDAKI_SOFT_SHM_SINGLE_COPY_MIN: on the shared-memory wire, messages of at least this
   // many bytes move by one cross-process copy; smaller ones travel inside the frame.
   uint32_t shm_single_copy_min = 16384;
+  // GDAKI_SOFT_SHM_STREAM_MIN: a mapped WRITE copy (same host, shm_map) of at least this
+  // many bytes may use streaming (non-temporal) stores on x86-64, where they have been the
+  // faster ones into that MR; 0 = never.
+  uint32_t shm_stream_min = 32 * 1024;
   // GDAKI_SOFT_WIRE_WINDOW: requests one connection keeps in flight before it waits for
   // responses (pipelining; 1 = stop-and-wait).
   uint32_t wire_window = 256;

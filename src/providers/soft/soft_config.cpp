@@ -35,6 +35,7 @@ config config_from_env() {
   c.listen_port = env::read_u32("GDAKI_SOFT_LISTEN_PORT", c.listen_port);
   c.wire_timeout_ms = env::read_u32("GDAKI_SOFT_WIRE_TIMEOUT_MS", c.wire_timeout_ms);
   c.shm_single_copy_min = env::read_u32("GDAKI_SOFT_SHM_SINGLE_COPY_MIN", c.shm_single_copy_min);
+  c.shm_stream_min = env::read_u32("GDAKI_SOFT_SHM_STREAM_MIN", c.shm_stream_min);
   c.wire_window = env::read_u32("GDAKI_SOFT_WIRE_WINDOW", c.wire_window);
   c.wire_window_bytes = env::read_u32("GDAKI_SOFT_WIRE_WINDOW_BYTES", c.wire_window_bytes);
   c.shm_map = env::read_bool("GDAKI_SOFT_SHM_MAP", c.shm_map);

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "stream_copy.hpp"
+
 namespace gdaki::soft::shm {
 
 // ---- the side that owns the memory ---------------------------------------------------
@@ -81,6 +83,8 @@ struct mapping {
   uint32_t rkey = 0;
   uint32_t epoch = 0;          // the slot's epoch at the grant (revocation_slot::epoch)
   revocation_slot* slot = nullptr;
+  // Plain or streaming stores for large WRITE copies into this MR (stream_copy.hpp).
+  store_chooser stores;
   ~mapping();
 };
 

@@ -29,6 +29,7 @@
 #include "../soft_tables.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "shm_map.hpp"
+#include "stream_copy.hpp"
 #include "wire.hpp"
 #include "wire_frame.hpp"
 #include "wire_internal.hpp"
@@ -249,7 +250,10 @@ bool mapped_opcode(const parsed_wqe& w) {
 // result buffer), under a user count the owner's deregistration waits for. The local
 // buffers were checked (and stay registered: the caller holds the key table's shared
 // lock).
-mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w) {
+// WRITE data of stream_min bytes or more (0: never) goes with plain or streaming stores,
+// whichever has been faster into this MR (stream_copy.hpp).
+mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w,
+                          uint32_t stream_min) {
   const bool atomic = w.atomic_size != 0;
   const bool write = w.opcode == static_cast<uint8_t>(send_opcode::rdma_write);
   // Outside the grant: the peer's responder reports the error, over the frame path. An
@@ -291,6 +295,8 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
       std::memcpy(reinterpret_cast<void*>(g.addr), remote, g.length);
     } else if (g.is_inline) {
       r.copy_out(g.inline_off, remote, g.length);
+    } else if (stream_min != 0 && g.length >= stream_min) {
+      chosen_copy(m.stores, remote, reinterpret_cast<const void*>(g.addr), g.length);
     } else {
       std::memcpy(remote, reinterpret_cast<const void*>(g.addr), g.length);
     }
@@ -309,7 +315,7 @@ endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader
   if (c == nullptr || !c->cma || c->dead.load(std::memory_order_acquire)) return mapped_copy_status::not_mapped;
   for (const auto& m : qp.wire_maps) {
     if (m->rkey != w.rkey) continue;
-    const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
+    const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w, dev_.cfg.shm_stream_min);
     if (mr == mapped_result::copied) return mapped_copy_status::copied;
     if (mr == mapped_result::dead) {
       std::lock_guard lk(c->mu);
@@ -352,7 +358,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     for (size_t i = 0; i < qp.wire_maps.size(); ++i) {
       shm::mapping& m = *qp.wire_maps[i];
       if (m.rkey != w.rkey) continue;
-      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, m, r, w);
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, m, r, w, dev_.cfg.shm_stream_min);
       if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
       if (mr == mapped_result::revoked) {
         qp.wire_maps.erase(qp.wire_maps.begin() + static_cast<std::ptrdiff_t>(i));
@@ -403,7 +409,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     if (!alive) return fail();
     if (m != nullptr) {
       qp.wire_maps.push_back(c->maps[w.rkey]);
-      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w);
+      const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, *m, r, w, dev_.cfg.shm_stream_min);
       if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
       if (mr == mapped_result::dead) return fail();
       if (mr == mapped_result::revoked) {
