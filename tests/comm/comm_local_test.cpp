@@ -129,6 +129,11 @@ TEST(comm_local_self, operations_to_self_skip_the_loopback_qp_only_with_self_dir
       EXPECT_EQ(comm::read_signal(d, 2), 9u);
       EXPECT_EQ(comm::read_signal(d, 3), 1u);
       EXPECT_EQ(comm::read_counter(d, 2), 2u);
+      // A put into an overlapping range of its own source moves what the source held.
+      auto* bytes = reinterpret_cast<uint8_t*>(base + 16);
+      for (int i = 0; i < 32; ++i) bytes[i] = static_cast<uint8_t>(i + 1);
+      ASSERT_EQ(comm::put(d, 0, d.world, 0, win, 16 * 8 + 5, win, 16 * 8, 20), gdaki::status::ok);
+      for (int i = 0; i < 20; ++i) ASSERT_EQ(bytes[5 + i], i + 1) << "byte " << i << " of an overlapping put to self";
     } else {
       EXPECT_GT(loop->sq_reserved, reserved0) << "the loopback QP carried nothing";
     }
