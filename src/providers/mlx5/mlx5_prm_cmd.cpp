@@ -151,12 +151,6 @@ constexpr uint32_t rmp_state_rdy = 1;
 // query_hca_cap_out: capability (a 0x8000-bit union) at 0x80.
 constexpr uint32_t cap_base = 0x80;
 
-std::vector<uint8_t> header(size_t bytes, uint16_t opcode, uint16_t op_mod = 0) {
-  std::vector<uint8_t> in(bytes, 0);
-  set_bits(in, in_opcode, 16, opcode);
-  set_bits(in, in_op_mod, 16, op_mod);
-  return in;
-}
 
 void set_path(std::span<uint8_t> in, uint32_t base, const address_path& a) {
   set_bits(in, base + ads_vhca_port_num, 8, a.vhca_port_num);
@@ -185,6 +179,14 @@ void set_path(std::span<uint8_t> in, uint32_t base, const address_path& a) {
 }
 
 }  // namespace
+
+// Every command's input starts with its opcode and op_mod (in_opcode, in_op_mod above).
+std::vector<uint8_t> command_header(size_t bytes, uint16_t opcode, uint16_t op_mod) {
+  std::vector<uint8_t> in(bytes, 0);
+  set_bits(in, in_opcode, 16, opcode);
+  set_bits(in, in_op_mod, 16, op_mod);
+  return in;
+}
 
 cmd_result read_result(std::span<const uint8_t> out) {
   cmd_result r;
@@ -270,7 +272,7 @@ std::string describe_failure(uint16_t opcode, const cmd_result& r) {
 // ---- CQ ----------------------------------------------------------------------------------
 
 std::vector<uint8_t> build_create_cq(const cq_params& p) {
-  auto in = header(size::create_cq_in, op::create_cq);
+  auto in = command_header(size::create_cq_in, op::create_cq);
   const uint32_t c = cq_cqc;
   set_bits(in, c + cqc_cqe_sz, 3, 0);  // 64-byte CQEs: the data path's cqe64
   set_bits(in, c + cqc_cc, 1, p.collapsed ? 1 : 0);
@@ -291,13 +293,13 @@ std::vector<uint8_t> build_create_cq(const cq_params& p) {
 uint32_t parse_cqn(std::span<const uint8_t> out) { return static_cast<uint32_t>(get_bits(out, out_obj_num, 24)); }
 
 std::vector<uint8_t> build_destroy_cq(uint32_t cqn) {
-  auto in = header(size::destroy_in, op::destroy_cq);
+  auto in = command_header(size::destroy_in, op::destroy_cq);
   set_bits(in, in_obj_num, 24, cqn);
   return in;
 }
 
 std::vector<uint8_t> build_query_cq(uint32_t cqn) {
-  auto in = header(size::destroy_in, op::query_cq);
+  auto in = command_header(size::destroy_in, op::query_cq);
   set_bits(in, in_obj_num, 24, cqn);
   return in;
 }
@@ -309,7 +311,7 @@ uint8_t parse_query_cq_status(std::span<const uint8_t> out) {
 // ---- QP ----------------------------------------------------------------------------------
 
 std::vector<uint8_t> build_create_qp(const qp_params& p) {
-  auto in = header(size::create_qp_in, op::create_qp);
+  auto in = command_header(size::create_qp_in, op::create_qp);
   const uint32_t q = qp_qpc;
   set_bits(in, q + qpc_st, 8, 0);        // RC
   set_bits(in, q + qpc_pm_state, 2, 3);  // MIGRATED: no alternate path
@@ -345,7 +347,7 @@ std::vector<uint8_t> build_create_qp(const qp_params& p) {
 uint32_t parse_qpn(std::span<const uint8_t> out) { return static_cast<uint32_t>(get_bits(out, out_obj_num, 24)); }
 
 std::vector<uint8_t> build_destroy_qp(uint32_t qpn) {
-  auto in = header(size::destroy_in, op::destroy_qp);
+  auto in = command_header(size::destroy_in, op::destroy_qp);
   set_bits(in, in_obj_num, 24, qpn);
   return in;
 }
@@ -357,7 +359,7 @@ uint32_t log_rd_atomic(uint32_t n) {
 }
 
 std::vector<uint8_t> build_rst2init(const rst2init_params& p) {
-  auto in = header(size::modify_qp_in, op::rst2init_qp);
+  auto in = command_header(size::modify_qp_in, op::rst2init_qp);
   set_bits(in, in_obj_num, 24, p.qpn);
   set_bits(in, qp_opt_param_mask, 32, 0);
   const uint32_t q = qp_qpc;
@@ -371,7 +373,7 @@ std::vector<uint8_t> build_rst2init(const rst2init_params& p) {
 }
 
 std::vector<uint8_t> build_init2rtr(const init2rtr_params& p) {
-  auto in = header(size::modify_qp_in, op::init2rtr_qp);
+  auto in = command_header(size::modify_qp_in, op::init2rtr_qp);
   set_bits(in, in_obj_num, 24, p.qpn);
   set_bits(in, qp_opt_param_mask, 32, 0);
   const uint32_t q = qp_qpc;
@@ -386,7 +388,7 @@ std::vector<uint8_t> build_init2rtr(const init2rtr_params& p) {
 }
 
 std::vector<uint8_t> build_rtr2rts(const rtr2rts_params& p) {
-  auto in = header(size::modify_qp_in, op::rtr2rts_qp);
+  auto in = command_header(size::modify_qp_in, op::rtr2rts_qp);
   set_bits(in, in_obj_num, 24, p.qpn);
   set_bits(in, qp_opt_param_mask, 32, 0);
   const uint32_t q = qp_qpc;
@@ -399,19 +401,19 @@ std::vector<uint8_t> build_rtr2rts(const rtr2rts_params& p) {
 }
 
 std::vector<uint8_t> build_2err(uint32_t qpn) {
-  auto in = header(size::qp_simple_in, op::to_err_qp);
+  auto in = command_header(size::qp_simple_in, op::to_err_qp);
   set_bits(in, in_obj_num, 24, qpn);
   return in;
 }
 
 std::vector<uint8_t> build_2rst(uint32_t qpn) {
-  auto in = header(size::qp_simple_in, op::to_rst_qp);
+  auto in = command_header(size::qp_simple_in, op::to_rst_qp);
   set_bits(in, in_obj_num, 24, qpn);
   return in;
 }
 
 std::vector<uint8_t> build_query_qp(uint32_t qpn) {
-  auto in = header(size::qp_simple_in, op::query_qp);
+  auto in = command_header(size::qp_simple_in, op::query_qp);
   set_bits(in, in_obj_num, 24, qpn);
   return in;
 }
@@ -442,7 +444,7 @@ void set_wq(std::span<uint8_t> in, uint32_t w, const wq_fields& f) {
 // ---- shared receive queue (RMP) ----------------------------------------------------------
 
 std::vector<uint8_t> build_create_rmp(const rmp_params& p) {
-  auto in = header(size::create_rmp_in, op::create_rmp);
+  auto in = command_header(size::create_rmp_in, op::create_rmp);
   set_bits(in, rmp_rmpc + rmpc_state, 4, rmp_state_rdy);
   set_wq(in, rmp_rmpc + rmpc_wq,
          {wq_type_linked_list, p.pdn, 0, p.log_wq_stride, p.log_page_size, p.log_wq_size, p.wq_umem_id,
@@ -453,13 +455,13 @@ std::vector<uint8_t> build_create_rmp(const rmp_params& p) {
 uint32_t parse_rmpn(std::span<const uint8_t> out) { return static_cast<uint32_t>(get_bits(out, out_obj_num, 24)); }
 
 std::vector<uint8_t> build_destroy_rmp(uint32_t rmpn) {
-  auto in = header(size::rmp_simple_in, op::destroy_rmp);
+  auto in = command_header(size::rmp_simple_in, op::destroy_rmp);
   set_bits(in, in_obj_num, 24, rmpn);  // destroy_rmp_in.rmpn [0x18] at 0x48
   return in;
 }
 
 std::vector<uint8_t> build_query_rmp(uint32_t rmpn) {
-  auto in = header(size::rmp_simple_in, op::query_rmp);
+  auto in = command_header(size::rmp_simple_in, op::query_rmp);
   set_bits(in, in_obj_num, 24, rmpn);  // query_rmp_in.rmpn [0x18] at 0x48
   return in;
 }
@@ -485,7 +487,7 @@ uint16_t udp_sport_from_flow_label(uint32_t fl) {
 // ---- HCA capabilities ------------------------------------------------------------------------
 
 std::vector<uint8_t> build_query_hca_cap(cap_type type) {
-  return header(size::query_hca_cap_in, op::query_hca_cap,
+  return command_header(size::query_hca_cap_in, op::query_hca_cap,
                 static_cast<uint16_t>((static_cast<uint16_t>(type) << 1) | 1));
 }
 

@@ -24,6 +24,8 @@ namespace gdaki::mlx5::prm_cmd {
 // The buffer must hold the field (checked: out-of-range writes are dropped and return
 // false).
 bool set_bits(std::span<uint8_t> buf, uint32_t bit_off, uint32_t width, uint64_t value);
+// A command's input mailbox of `bytes` zero bytes with its opcode and op_mod written.
+std::vector<uint8_t> command_header(size_t bytes, uint16_t opcode, uint16_t op_mod = 0);
 // Reads `width` bits (1..64) at `bit_off`; 0 for a field outside the buffer.
 uint64_t get_bits(std::span<const uint8_t> buf, uint32_t bit_off, uint32_t width);
 

@@ -7,10 +7,10 @@ namespace gdaki::mlx5::prm_cmd {
 
 namespace {
 
-// Every *_in: opcode[0x10] at 0x00, op_mod[0x10] at 0x30. Object commands carry the object
+// Every *_in: opcode[0x10] at 0x00, op_mod[0x10] at 0x30 (command_header). Object commands carry the object
 // number [0x18] at 0x48 (destroy_*_in.sqn / rqn / tisn / tirn / rqtn, dealloc td), and the
 // create_*_out / alloc_*_out return it there too.
-constexpr uint32_t eth_in_opcode = 0x00, eth_in_op_mod = 0x30, obj_num = 0x48;
+constexpr uint32_t obj_num = 0x48;
 
 // create_{tis,sq,rq,tir,rqt}_in: reserved_at_40[0xc0], then the context at 0x100.
 constexpr uint32_t ctx = 0x100;
@@ -102,15 +102,8 @@ constexpr uint32_t m_src_ip = 0x100, m_dst_ip = 0x180;      // [0x80]; IPv4 in t
 // alloc_flow_counter_out / dealloc_flow_counter_in: flow_counter_id[0x20] at 0x40.
 constexpr uint32_t flow_counter_id = 0x40;
 
-std::vector<uint8_t> eth_header(size_t bytes, uint16_t opcode, uint16_t op_mod = 0) {
-  std::vector<uint8_t> in(bytes, 0);
-  set_bits(in, eth_in_opcode, 16, opcode);
-  set_bits(in, eth_in_op_mod, 16, op_mod);
-  return in;
-}
-
 std::vector<uint8_t> simple(uint16_t opcode, uint32_t num) {
-  auto in = eth_header(size::eth_obj_simple_in, opcode);
+  auto in = command_header(size::eth_obj_simple_in, opcode);
   set_bits(in, obj_num, 24, num);
   return in;
 }
@@ -159,7 +152,7 @@ outer_match masked(const outer_match& v, const outer_match& m) {
 // ---- transport domain and TIS ------------------------------------------------------------
 
 std::vector<uint8_t> build_alloc_transport_domain() {
-  return eth_header(size::alloc_td_in, op::alloc_transport_domain);
+  return command_header(size::alloc_td_in, op::alloc_transport_domain);
 }
 uint32_t parse_transport_domain(std::span<const uint8_t> out) { return out_num(out); }
 std::vector<uint8_t> build_dealloc_transport_domain(uint32_t td) {
@@ -167,7 +160,7 @@ std::vector<uint8_t> build_dealloc_transport_domain(uint32_t td) {
 }
 
 std::vector<uint8_t> build_create_tis(const tis_params& p) {
-  auto in = eth_header(size::create_tis_in, op::create_tis);
+  auto in = command_header(size::create_tis_in, op::create_tis);
   set_bits(in, ctx + tisc_prio, 4, p.prio);
   set_bits(in, ctx + tisc_transport_domain, 24, p.transport_domain);
   set_bits(in, ctx + tisc_pd, 24, p.pdn);
@@ -179,7 +172,7 @@ std::vector<uint8_t> build_destroy_tis(uint32_t tisn) { return simple(op::destro
 // ---- SQ / RQ -----------------------------------------------------------------------------
 
 std::vector<uint8_t> build_create_sq(const sq_params& p) {
-  auto in = eth_header(size::create_sq_in, op::create_sq);
+  auto in = command_header(size::create_sq_in, op::create_sq);
   set_bits(in, ctx + sqc_flush_in_error_en, 1, 1);
   set_bits(in, ctx + sqc_min_wqe_inline_mode, 3, static_cast<uint32_t>(p.min_inline));
   set_bits(in, ctx + sqc_state, 4, static_cast<uint32_t>(wq_state::rst));
@@ -196,7 +189,7 @@ std::vector<uint8_t> build_create_sq(const sq_params& p) {
 uint32_t parse_sqn(std::span<const uint8_t> out) { return out_num(out); }
 
 std::vector<uint8_t> build_modify_sq(uint32_t sqn, wq_state from, wq_state to) {
-  auto in = eth_header(size::modify_sq_in, op::modify_sq);
+  auto in = command_header(size::modify_sq_in, op::modify_sq);
   set_bits(in, modify_cur_state, 4, static_cast<uint32_t>(from));
   set_bits(in, obj_num, 24, sqn);
   set_bits(in, ctx + sqc_state, 4, static_cast<uint32_t>(to));
@@ -205,7 +198,7 @@ std::vector<uint8_t> build_modify_sq(uint32_t sqn, wq_state from, wq_state to) {
 std::vector<uint8_t> build_destroy_sq(uint32_t sqn) { return simple(op::destroy_sq, sqn); }
 
 std::vector<uint8_t> build_create_rq(const rq_params& p) {
-  auto in = eth_header(size::create_rq_in, op::create_rq);
+  auto in = command_header(size::create_rq_in, op::create_rq);
   set_bits(in, ctx + rqc_vsd, 1, p.vlan_strip_disable ? 1 : 0);
   set_bits(in, ctx + rqc_mem_rq_type, 4, 0);
   set_bits(in, ctx + rqc_state, 4, static_cast<uint32_t>(wq_state::rst));
@@ -222,7 +215,7 @@ std::vector<uint8_t> build_create_rq(const rq_params& p) {
 uint32_t parse_rqn(std::span<const uint8_t> out) { return out_num(out); }
 
 std::vector<uint8_t> build_modify_rq(uint32_t rqn, wq_state from, wq_state to) {
-  auto in = eth_header(size::modify_rq_in, op::modify_rq);
+  auto in = command_header(size::modify_rq_in, op::modify_rq);
   set_bits(in, modify_cur_state, 4, static_cast<uint32_t>(from));
   set_bits(in, obj_num, 24, rqn);
   set_bits(in, ctx + rqc_state, 4, static_cast<uint32_t>(to));
@@ -233,7 +226,7 @@ std::vector<uint8_t> build_destroy_rq(uint32_t rqn) { return simple(op::destroy_
 // ---- RQT / TIR ---------------------------------------------------------------------------
 
 std::vector<uint8_t> build_create_rqt(std::span<const uint32_t> rqns) {
-  auto in = eth_header(size::create_rqt_in_base + 4 * rqns.size(), op::create_rqt);
+  auto in = command_header(size::create_rqt_in_base + 4 * rqns.size(), op::create_rqt);
   const auto n = static_cast<uint32_t>(rqns.size());
   set_bits(in, ctx + rqtc_max_size, 16, n);
   set_bits(in, ctx + rqtc_actual_size, 16, n);
@@ -244,7 +237,7 @@ uint32_t parse_rqtn(std::span<const uint8_t> out) { return out_num(out); }
 std::vector<uint8_t> build_destroy_rqt(uint32_t rqtn) { return simple(op::destroy_rqt, rqtn); }
 
 std::vector<uint8_t> build_create_tir(const tir_params& p) {
-  auto in = eth_header(size::create_tir_in, op::create_tir);
+  auto in = command_header(size::create_tir_in, op::create_tir);
   set_bits(in, ctx + tirc_transport_domain, 24, p.transport_domain);
   if (!p.rss) {
     set_bits(in, ctx + tirc_disp_type, 4, 0);
@@ -283,7 +276,7 @@ bool match_is_empty(const outer_match& m) {
 }
 
 std::vector<uint8_t> build_create_flow_table(const flow_table_params& p) {
-  auto in = eth_header(size::create_flow_table_in, op::create_flow_table);
+  auto in = command_header(size::create_flow_table_in, op::create_flow_table);
   set_bits(in, ft_table_type, 8, p.table_type);
   set_bits(in, ftc + ftc_level, 8, p.level);
   set_bits(in, ftc + ftc_log_size, 8, p.log_size);
@@ -292,14 +285,14 @@ std::vector<uint8_t> build_create_flow_table(const flow_table_params& p) {
 uint32_t parse_flow_table_id(std::span<const uint8_t> out) { return out_num(out); }
 
 std::vector<uint8_t> build_destroy_flow_table(uint8_t table_type, uint32_t table_id) {
-  auto in = eth_header(size::destroy_flow_table_in, op::destroy_flow_table);
+  auto in = command_header(size::destroy_flow_table_in, op::destroy_flow_table);
   set_bits(in, ft_table_type, 8, table_type);
   set_bits(in, ft_table_id, 24, table_id);
   return in;
 }
 
 std::vector<uint8_t> build_create_flow_group(const flow_group_params& p) {
-  auto in = eth_header(size::create_flow_group_in, op::create_flow_group);
+  auto in = command_header(size::create_flow_group_in, op::create_flow_group);
   set_bits(in, ft_table_type, 8, p.table_type);
   set_bits(in, ft_table_id, 24, p.table_id);
   set_bits(in, fg_start_flow_index, 32, p.start_index);
@@ -311,7 +304,7 @@ std::vector<uint8_t> build_create_flow_group(const flow_group_params& p) {
 uint32_t parse_flow_group_id(std::span<const uint8_t> out) { return out_num(out); }
 
 std::vector<uint8_t> build_destroy_flow_group(uint8_t table_type, uint32_t table_id, uint32_t group_id) {
-  auto in = eth_header(size::destroy_flow_group_in, op::destroy_flow_group);
+  auto in = command_header(size::destroy_flow_group_in, op::destroy_flow_group);
   set_bits(in, ft_table_type, 8, table_type);
   set_bits(in, ft_table_id, 24, table_id);
   set_bits(in, dfg_group_id, 32, group_id);
@@ -321,7 +314,7 @@ std::vector<uint8_t> build_destroy_flow_group(uint8_t table_type, uint32_t table
 std::vector<uint8_t> build_set_fte(const fte_params& p) {
   const uint32_t dests = p.drop ? 0 : 1;
   const uint32_t counters = p.counted ? 1 : 0;
-  auto in = eth_header(size::set_fte_in_base + size::flow_dest_entry * (dests + counters), op::set_flow_table_entry);
+  auto in = command_header(size::set_fte_in_base + size::flow_dest_entry * (dests + counters), op::set_flow_table_entry);
   set_bits(in, ft_table_type, 8, p.table_type);
   set_bits(in, ft_table_id, 24, p.table_id);
   set_bits(in, fte_flow_index, 32, p.flow_index);
@@ -344,19 +337,19 @@ std::vector<uint8_t> build_set_fte(const fte_params& p) {
 }
 
 std::vector<uint8_t> build_delete_fte(uint8_t table_type, uint32_t table_id, uint32_t flow_index) {
-  auto in = eth_header(size::delete_fte_in, op::delete_flow_table_entry);
+  auto in = command_header(size::delete_fte_in, op::delete_flow_table_entry);
   set_bits(in, ft_table_type, 8, table_type);
   set_bits(in, ft_table_id, 24, table_id);
   set_bits(in, fte_flow_index, 32, flow_index);
   return in;
 }
 
-std::vector<uint8_t> build_alloc_flow_counter() { return eth_header(size::alloc_td_in, op::alloc_flow_counter); }
+std::vector<uint8_t> build_alloc_flow_counter() { return command_header(size::alloc_td_in, op::alloc_flow_counter); }
 uint32_t parse_flow_counter_id(std::span<const uint8_t> out) {
   return static_cast<uint32_t>(get_bits(out, flow_counter_id, 32));
 }
 std::vector<uint8_t> build_dealloc_flow_counter(uint32_t counter_id) {
-  auto in = eth_header(size::alloc_td_in, op::dealloc_flow_counter);
+  auto in = command_header(size::alloc_td_in, op::dealloc_flow_counter);
   set_bits(in, flow_counter_id, 32, counter_id);
   return in;
 }
