@@ -986,45 +986,73 @@ TEST(security, peers_whose_requests_keep_failing_get_a_bounded_share_of_the_io_t
   EXPECT_TRUE(v.untouched(4096)) << "a guessed-key WRITE changed the victim's memory (the honest peer writes below 4 KiB)";
 }
 
-// The flood test's CPUs. A remote attacker spends its own CPU, not the victim's: on a
-// machine with two or more CPUs the attackers run on the last one and the victim, its
-// threads and the honest peers it spawns (which inherit this thread's affinity) on the
-// others; with one CPU they share it. Either way the attackers' threads are SCHED_IDLE,
-// run only when nothing else wants a CPU (at nice 19 an attacker thread still holds a CPU
-// for its slice when the honest peer wakes). What is measured is then what the victim
-// grants the attackers: its I/O thread's time and turns. Restores the affinity at the end.
-class attacker_cpus {
+// The flood test's CPUs. The victim's threads run on a CPU of their own (the first), the
+// honest peers and the attackers on the others (with one CPU, all share it): each
+// client's CPU is its own, as on other hosts, and the victim's CPU, which its I/O thread
+// divides between honest peers and attackers, is what is measured. The attackers' threads
+// are SCHED_IDLE, so they take no CPU time the honest peer wants (at nice 19 an attacker
+// thread still holds a CPU for its slice when the honest peer wakes). So that no CPU ever
+// idles, alone or flooded, a SCHED_IDLE spinner runs on each: on a VM an idle virtual CPU
+// halts, and waking it for every request and answer, not the victim, would set the pace of
+// the honest rounds alone (68-75 ms instead of 15 ms for 200 rounds, docs/soft-nic.md),
+// while the flood would keep it awake. Construct before the victim (its threads inherit
+// this thread's affinity), call peers_side() after; restores the affinity at the end.
+class cpu_layout {
  public:
-  attacker_cpus() {
+  cpu_layout() {
     if (::sched_getaffinity(0, sizeof(before_), &before_) != 0 || CPU_COUNT(&before_) < 2) return;
-    int last = -1;
-    for (int i = 0; i < CPU_SETSIZE; ++i) {
-      if (CPU_ISSET(i, &before_)) last = i;
+    int first = 0;
+    while (!CPU_ISSET(first, &before_)) ++first;
+    cpu_set_t victim;
+    CPU_ZERO(&victim);
+    CPU_SET(first, &victim);
+    peers_ = before_;
+    CPU_CLR(first, &peers_);
+    split_ = ::sched_setaffinity(0, sizeof(victim), &victim) == 0;
+    if (!split_) return;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &before_)) continue;
+      spinners_.emplace_back([this, cpu] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        (void)::sched_setaffinity(0, sizeof(one), &one);
+        idle();
+        while (!stop_.load(std::memory_order_relaxed)) dev::arch::spin_pause(0);
+      });
     }
-    cpu_set_t rest = before_;
-    CPU_CLR(last, &rest);
-    if (::sched_setaffinity(0, sizeof(rest), &rest) == 0) cpu_ = last;
   }
-  ~attacker_cpus() { (void)::sched_setaffinity(0, sizeof(before_), &before_); }
-  attacker_cpus(const attacker_cpus&) = delete;
-  attacker_cpus& operator=(const attacker_cpus&) = delete;
+  ~cpu_layout() {
+    stop_ = true;
+    for (std::thread& t : spinners_) t.join();
+    (void)::sched_setaffinity(0, sizeof(before_), &before_);
+  }
+  cpu_layout(const cpu_layout&) = delete;
+  cpu_layout& operator=(const cpu_layout&) = delete;
+  // From here on this thread, and the peers it spawns, run on the peers' CPUs.
+  void peers_side() const {
+    if (split_) (void)::sched_setaffinity(0, sizeof(peers_), &peers_);
+  }
   // Called by each attacker thread first.
-  void enter() const {
-    const sched_param idle{};
-    (void)::sched_setscheduler(0, SCHED_IDLE, &idle);
-    if (cpu_ < 0) return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu_, &one);
-    (void)::sched_setaffinity(0, sizeof(one), &one);
+  void attacker() const {
+    idle();
+    peers_side();
   }
   std::string describe() const {
-    return cpu_ < 0 ? "one CPU shared with the attackers" : "attackers on CPU " + std::to_string(cpu_) + ", victim and honest peer on the others";
+    return split_ ? "victim on a CPU of its own, honest peers and attackers on the other " +
+                        std::to_string(CPU_COUNT(&peers_)) + ", a SCHED_IDLE spinner on each"
+                  : "one CPU shared by the victim, the honest peers and the attackers";
   }
 
  private:
-  cpu_set_t before_{};
-  int cpu_ = -1;
+  static void idle() {
+    const sched_param none{};
+    (void)::sched_setscheduler(0, SCHED_IDLE, &none);
+  }
+  cpu_set_t before_{}, peers_{};
+  bool split_ = false;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> spinners_;
 };
 
 // Three attackers flood the victim until stopped: one dials and fails the handshake (wrong
@@ -1032,7 +1060,7 @@ class attacker_cpus {
 // real pair and pipelines WRITEs with a guessed key.
 class flood {
  public:
-  flood(victim& v, const attacker_cpus& cpus) : v_(v), cpus_(cpus) {
+  flood(victim& v, const cpu_layout& cpus) : v_(v), cpus_(cpus) {
     // The guesser's pair is authenticated and bound here, before the flood starts: at low
     // priority on a loaded machine its handshake could outlast the victim's handshake
     // timeout (CI, ASan at load 140: "the rogue could not authenticate"), which says
@@ -1044,7 +1072,7 @@ class flood {
   flood& operator=(const flood&) = delete;
   void start() {
     threads_.emplace_back([this] {
-      cpus_.enter();
+      cpus_.attacker();
       const std::vector<uint8_t> wrong_secret(32, 7);
       while (!stop_) {
         const int fd = rogue::dial(v_.address.data());
@@ -1056,7 +1084,7 @@ class flood {
     threads_.emplace_back([this] {
       // A server that reads a frame to its end before it serves anyone else stalls for
       // its read timeout on each of these.
-      cpus_.enter();
+      cpus_.attacker();
       std::vector<int> fds;
       const wp::frame_hdr h = rogue::hdr(wp::ftype::hello, sizeof(wp::hello_body));
       while (!stop_) {
@@ -1075,7 +1103,7 @@ class flood {
       for (int x : fds) ::close(x);
     });
     threads_.emplace_back([this] {
-      cpus_.enter();
+      cpus_.attacker();
       rogue_pair* p = guessed_.get();
       std::vector<uint8_t> burst;
       uint32_t psn = 0;
@@ -1101,7 +1129,7 @@ class flood {
 
  private:
   victim& v_;
-  const attacker_cpus& cpus_;
+  const cpu_layout& cpus_;
   std::unique_ptr<rogue_pair> guessed_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
@@ -1117,9 +1145,10 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
   // and its set-up is timed. The times are printed (median, min, max of the interleaved
   // runs, and a JSON line): a measurement, not a bound (docs/soft-nic.md, Security,
   // Availability). GDAKI_SECURITY_FLOOD_RUNS sets the number of run pairs (default 3).
-  const attacker_cpus cpus;
+  const cpu_layout cpus;
   use_wire("auto");  // the guesser's pair is on the unix socket; an earlier test may have chosen TCP only
   victim v;
+  cpus.peers_side();
   const char* env = std::getenv("GDAKI_SECURITY_FLOOD_RUNS");
   const int runs = env != nullptr ? std::max(1, std::atoi(env)) : 3;
   constexpr int rounds = 200;
