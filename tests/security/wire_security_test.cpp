@@ -52,11 +52,12 @@ constexpr uint8_t canvas = 0x5a;
 // The honest peer (spawned): WRITEs 4 KiB of 0x11 at the victim's offset 0 and READs it
 // back, `rounds` times, then reports "ok <microseconds> <set-up microseconds>": the rounds,
 // and before them the first WRITE, which also dials the victim and proves the secret.
-// Gated (role "honest_frames"): every request a frame over TCP, which the victim's I/O
-// thread serves (a same-host peer's WRITEs and READs would go through the mapped path,
-// without it), and after the first WRITE it says "ready" and waits for "go".
-int honest_initiator(uint16_t port, int rounds, bool gated = false) {
-  use_wire(gated ? "tcp" : "auto");
+// Roles: "honest" on the wire auto (same host: the unix socket, then the mapped path);
+// "honest_tcp" on the wire tcp; "honest_frames" on the wire tcp (every request a frame,
+// which the victim's I/O thread serves) and gated: after the first WRITE it says "ready"
+// and waits for "go".
+int honest_initiator(uint16_t port, int rounds, const char* wire = "auto", bool gated = false) {
+  use_wire(wire);
   side s(1u << 16);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
   const auto token = random_token();
@@ -143,7 +144,8 @@ int reader(uint16_t port) {
 const bool g_is_peer = run_as_peer([](const std::string& role, uint16_t port, const std::string& arg) {
   if (role == "reader") return reader(port);
   if (role == "honest") return honest_initiator(port, std::stoi(arg));
-  if (role == "honest_frames") return honest_initiator(port, std::stoi(arg), true);
+  if (role == "honest_tcp") return honest_initiator(port, std::stoi(arg), "tcp");
+  if (role == "honest_frames") return honest_initiator(port, std::stoi(arg), "tcp", true);
   if (role == "other_job") return other_job_initiator(port);
   return 3;
 });
@@ -884,6 +886,31 @@ TEST(security, connections_that_do_not_prove_the_secret_are_capped_and_timed_out
   EXPECT_GT(honest_run(v, 10), 0);
 }
 
+TEST(security, a_new_peer_whose_handshake_the_server_drops_dials_again_until_its_timeout) {
+  // Under a connection flood the server drops the oldest handshakes without a word (test
+  // above). An honest library client whose handshake is dropped dials again (after 1, 2,
+  // 4 ... 64 ms) until wire_timeout_ms has passed: three drops cost it a few ms, drops
+  // without end fail its WQE once the time is up. Before the retry its first WRITE failed
+  // with TRANSPORT_RETRY_EXC at the first drop.
+  use_wire("tcp");
+  victim v;
+  wp::test_hooks::drop_handshakes = 3;
+  long setup_us = -1;
+  EXPECT_GT(honest_run(v, 2, "honest_tcp", nullptr, &setup_us), 0) << "three dropped handshakes must not fail the peer";
+  EXPECT_EQ(wp::test_hooks::drop_handshakes.load(), 0u) << "the peer must have dialled four times";
+  std::printf("set-up through three dropped handshakes: %ld us\n", setup_us);
+  wp::test_hooks::drop_handshakes = 1'000'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(honest_run(v, 1, "honest_tcp"), -1) << "a server that drops every handshake must fail the WQE";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const uint32_t tries = 1'000'000 - wp::test_hooks::drop_handshakes.exchange(0);
+  std::printf("every handshake dropped: the peer gave up after %u tries in %lld ms\n", tries, static_cast<long long>(ms));
+  EXPECT_GT(tries, 10u) << "it must keep dialling while its time lasts";
+  EXPECT_LT(tries, 100u) << "with a growing pause between tries";
+  EXPECT_TRUE(v.untouched(4096));
+  EXPECT_GT(honest_run(v, 2, "honest_tcp"), 0) << "served again once the server accepts";
+}
+
 TEST(security, peers_that_have_not_proved_the_secret_get_a_bounded_share_of_the_io_thread) {
   // Four threads dial the victim over TCP and fail the handshake (wrong secret) as fast as
   // they can for a second. The victim's I/O thread may spend on such peers at most one part
@@ -1152,7 +1179,7 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
   const char* env = std::getenv("GDAKI_SECURITY_FLOOD_RUNS");
   const int runs = env != nullptr ? std::max(1, std::atoi(env)) : 3;
   constexpr int rounds = 200;
-  std::vector<long> alone, flooded, alone_setup, flooded_setup;
+  std::vector<long> alone, flooded, alone_setup, flooded_setup, alone_tcp_setup, flooded_tcp_setup;
   uint64_t bad_conns = 0, slow_conns = 0, frames = 0;
   for (int run = 0; run < runs; ++run) {
     long setup = -1;
@@ -1164,9 +1191,16 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
     }));
     EXPECT_GE(honest_run(v, 1, "honest", nullptr, &setup), 0) << "a new honest peer could not connect during the flood";
     flooded_setup.push_back(setup);
+    // Over TCP its first attempts may be among the handshakes the victim drops for newer
+    // ones (the flood keeps more than it holds coming); its client dials again.
+    EXPECT_GE(honest_run(v, 1, "honest_tcp", nullptr, &setup), 0)
+        << "a new honest peer could not connect over TCP during the TCP flood";
+    flooded_tcp_setup.push_back(setup);
     f.stop();
     (void)honest_run(v, 1, "honest", nullptr, &setup);
     alone_setup.push_back(setup);
+    (void)honest_run(v, 1, "honest_tcp", nullptr, &setup);
+    alone_tcp_setup.push_back(setup);
     bad_conns += f.bad_conns;
     slow_conns += f.slow_conns;
     frames += f.frames;
@@ -1175,7 +1209,8 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
     std::sort(t.begin(), t.end());
     return std::array<long, 3>{t[t.size() / 2], t.front(), t.back()};
   };
-  const auto a = stats(alone), f = stats(flooded), as = stats(alone_setup), fs = stats(flooded_setup);
+  const auto a = stats(alone), f = stats(flooded), as = stats(alone_setup), fs = stats(flooded_setup),
+             ats = stats(alone_tcp_setup), fts = stats(flooded_tcp_setup);
   std::printf("%s\n", cpus.describe().c_str());
   std::printf("honest %d x (4 KiB WRITE + READ, frames), %d interleaved runs each: alone median %ld us (min %ld, max "
               "%ld); during the flood median %ld us (min %ld, max %ld); %llu bad handshakes, %llu slow connections, "
@@ -1185,10 +1220,16 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
   std::printf("honest set-up on the unix socket (dial, prove the secret, first WRITE): alone median %ld us (min %ld, "
               "max %ld); during the flood median %ld us (min %ld, max %ld)\n",
               as[0], as[1], as[2], fs[0], fs[1], fs[2]);
+  std::printf("honest set-up over TCP: alone median %ld us (min %ld, max %ld); during the flood median %ld us (min "
+              "%ld, max %ld)\n",
+              ats[0], ats[1], ats[2], fts[0], fts[1], fts[2]);
   std::printf("{\"bench\":\"honest_under_flood\",\"rounds\":%d,\"runs\":%d,\"alone_us\":{\"median\":%ld,\"min\":%ld,"
               "\"max\":%ld},\"flood_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld},\"alone_setup_us\":{\"median\":%ld,"
-              "\"min\":%ld,\"max\":%ld},\"flood_setup_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld}}\n",
-              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2], as[0], as[1], as[2], fs[0], fs[1], fs[2]);
+              "\"min\":%ld,\"max\":%ld},\"flood_setup_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld},"
+              "\"alone_tcp_setup_us\":{\"median\":%ld,\"min\":%ld,\"max\":%ld},\"flood_tcp_setup_us\":{\"median\":%ld,"
+              "\"min\":%ld,\"max\":%ld}}\n",
+              rounds, runs, a[0], a[1], a[2], f[0], f[1], f[2], as[0], as[1], as[2], fs[0], fs[1], fs[2], ats[0], ats[1],
+              ats[2], fts[0], fts[1], fts[2]);
   EXPECT_GT(a[1], 0) << "an honest run alone failed";
   EXPECT_GT(f[1], 0) << "an honest run during the flood failed (not served, or wrong bytes)";
   EXPECT_GT(bad_conns, 0u);

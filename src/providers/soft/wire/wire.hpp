@@ -181,7 +181,10 @@ class endpoint {
   // the whole exchange on a fresh socket to the peer at address peer_addr (false: *why).
   bool handshake_frame(server_conn& c, const frame_hdr& h, uint64_t deadline);
   void refuse(server_conn& c, auth::reason why);
-  bool handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why);
+  // *dropped: the server closed the connection without an answer before the deadline
+  // (it sheds the oldest handshakes under a flood): worth another try.
+  bool handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why,
+                 bool* dropped);
   std::string log_name() const;
   std::shared_ptr<client_conn> client(const address& a, std::string* why);
 

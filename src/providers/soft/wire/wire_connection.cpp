@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../engine/executor.hpp"
@@ -468,6 +469,9 @@ bool endpoint::handshake_frame(server_conn& c, const frame_hdr& h, uint64_t dead
   if (static_cast<ftype>(h.type) == ftype::hello) {
     hello_body b{};
     if (!rx_read(c.fd, c.rx, &b, sizeof(b), deadline)) return false;
+    for (uint32_t n = test_hooks::drop_handshakes.load(std::memory_order_relaxed); n != 0;) {
+      if (test_hooks::drop_handshakes.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return false;
+    }
     std::memcpy(c.nonce_c.data(), b.nonce, 16);
     c.nonce_s = auth::fresh_nonce();
     c.want_cma = b.want_cma != 0;
@@ -552,7 +556,8 @@ std::string describe_peer(const parsed_address& p, bool unix_sock) {
 
 }  // namespace
 
-bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why) {
+bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t deadline, bool* cma, std::string* why,
+                         bool* dropped) {
   parsed_address p;
   parse_address(static_cast<const uint8_t*>(peer_addr), &p);
   const std::string peer = describe_peer(p, unix_sock);
@@ -591,6 +596,7 @@ bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t
   frame_hdr rh{};
   if (!writev_full(fd, v, 2, deadline) || !read_full(fd, &rh, sizeof(rh), deadline)) {
     *why = "handshake with " + peer + " failed (no answer)";
+    *dropped = now_ms() < deadline;  // closed on us before the time ran out
     return false;
   }
   const handshake_reply first = check_challenge(rh);
@@ -623,6 +629,7 @@ bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t
   }
   if (!sent || !read_full(fd, &rh, sizeof(rh), deadline)) {
     *why = "handshake with " + peer + " failed (no answer to our proof)";
+    *dropped = now_ms() < deadline;
     return false;
   }
   const handshake_reply second = check_auth_reply(rh);
@@ -635,6 +642,50 @@ bool endpoint::handshake(int fd, bool unix_sock, const void* peer_addr, uint64_t
   *cma = ob.cma != 0;
   return true;
 }
+
+namespace {
+
+// A connected socket to the peer at p (its unix socket on this host unless the wire is
+// tcp), or -1 with *why.
+int dial(const parsed_address& p, const std::string& wire, uint64_t deadline, bool* unix_sock, std::string* why) {
+  *unix_sock = false;
+  if (wire != "tcp" && p.host == host_id()) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un su{};
+    su.sun_family = AF_UNIX;
+    const std::string n = unix_name(p.pid, p.dev_index);
+    std::memcpy(su.sun_path, n.data(), n.size());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&su), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n.size())) == 0) {
+      *unix_sock = true;
+      return fd;
+    }
+    ::close(fd);  // another network namespace, or a host-id collision: use TCP
+  }
+  if (wire == "shm") {
+    *why = "the shared-memory wire needs the peer on this host (GDAKI_SOFT_WIRE=shm)";
+    return -1;
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = p.ipv4_be;
+  sa.sin_port = htons(p.port);
+  int r = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  if (r != 0 && errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline)) {
+    int err = 0;
+    socklen_t l = sizeof(err);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l);
+    r = err == 0 ? 0 : -1;
+  }
+  if (r != 0) {
+    ::close(fd);
+    *why = "cannot connect";
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
 
 std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why) {
   {
@@ -652,47 +703,24 @@ std::shared_ptr<client_conn> endpoint::client(const address& a, std::string* why
   }
   const uint64_t deadline = now_ms() + dev_.cfg.wire_timeout_ms;
   auto c = std::make_shared<client_conn>();
-  bool unix_sock = false;
-  if (dev_.cfg.wire != "tcp" && p.host == host_id()) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un su{};
-    su.sun_family = AF_UNIX;
-    const std::string n = unix_name(p.pid, p.dev_index);
-    std::memcpy(su.sun_path, n.data(), n.size());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&su), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n.size())) == 0) {
-      c->fd = fd;
-      unix_sock = true;
-    } else {
-      ::close(fd);  // another network namespace, or a host-id collision: use TCP
-    }
-  }
-  if (c->fd < 0) {
-    if (dev_.cfg.wire == "shm") {
-      *why = "the shared-memory wire needs the peer on this host (GDAKI_SOFT_WIRE=shm)";
-      return nullptr;
-    }
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = p.ipv4_be;
-    sa.sin_port = htons(p.port);
-    int r = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-    if (r != 0 && errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline)) {
-      int err = 0;
-      socklen_t l = sizeof(err);
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l);
-      r = err == 0 ? 0 : -1;
-    }
-    if (r != 0) {
-      ::close(fd);
-      *why = "cannot connect";
-      return nullptr;
-    }
-    c->fd = fd;
-  }
-  tune(c->fd, !unix_sock);
   bool cma = false;
-  if (!handshake(c->fd, unix_sock, a.data(), deadline, &cma, why)) return nullptr;
+  // A server with more peers still proving the secret than it keeps drops the oldest
+  // without a word (load shedding during a connection flood, docs/soft-nic.md): such a
+  // drop is retried, after 1, 2, 4 ... 64 ms, until the deadline, as a NIC retries a
+  // transport error. A refusal (wrong secret, another user) is final.
+  for (uint64_t backoff_ms = 1;; backoff_ms = std::min<uint64_t>(backoff_ms * 2, 64)) {
+    bool unix_sock = false;
+    const int fd = dial(p, dev_.cfg.wire, deadline, &unix_sock, why);
+    if (fd < 0) return nullptr;
+    c->fd = fd;
+    tune(fd, !unix_sock);
+    bool dropped = false;
+    if (handshake(fd, unix_sock, a.data(), deadline, &cma, why, &dropped)) break;
+    ::close(fd);
+    c->fd = -1;
+    if (!dropped || now_ms() + backoff_ms >= deadline) return nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+  }
   c->cma = cma;
   std::lock_guard lk(clients_mu_);
   auto [it, fresh] = clients_.emplace(a, c);

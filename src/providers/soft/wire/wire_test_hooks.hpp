@@ -37,6 +37,11 @@ extern std::atomic<uint64_t> failing_ns;
 // read, by the library.
 extern std::atomic<uint64_t> request_sends;
 
+// Set to N: the wire servers of this process close the next N connections that send a
+// hello, without a word, as a server shedding handshakes under a connection flood does
+// (the oldest of too many). One relaxed load per hello.
+extern std::atomic<uint32_t> drop_handshakes;
+
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
 void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);
