@@ -50,22 +50,34 @@ TEST(core_cq_ci, set_ci_moves_forward_across_the_24_bit_wrap) {
   EXPECT_EQ(set_ci_of(cq.handle), 1u);
 }
 
-// A poller that finds another one publishing leaves at once, and the holder publishes its
-// claim: the holder's steps are run one by one around the claimer's whole call. (Without
-// the holder's re-read after unlocking, the claim would stay unpublished until some later
-// poller came by: on a CQ nobody polls again, for ever.)
-TEST(core_cq_ci, a_claim_made_while_another_poller_publishes_is_published_by_that_poller) {
+// A poller that finds another one publishing does not store; it waits, and its claim is
+// published by the holder (or by itself once the lock is free): the holder's steps are
+// run one by one around the claimer's call. (Without the holder's re-read after unlocking,
+// a claim made meanwhile would wait for the next poller that came by; without the wait,
+// the claimer's caller would free SQ slots that set_ci does not cover yet, test below.)
+TEST(core_cq_ci, a_claim_made_while_another_poller_publishes_waits_until_it_is_published) {
   gdaki_test::test_cq cq(4);
   cq.start_at(3);
   ASSERT_TRUE(dev::arch::local::compare_swap(&cq.handle.publish_lock, 0u, 1u));  // holder locks
   const uint64_t stored = dev::detail::cq_store_claimed(cq.handle);              // and stores 3
   cq.handle.ci = 4;                                                               // a claim
-  dev::cq_publish_ci(cq.handle);  // the claimer finds the lock taken
+  std::atomic<bool> returned{false};
+  std::thread claimer([&] {
+    dev::cq_publish_ci(cq.handle);  // finds the lock taken
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(returned.load()) << "the claimer must wait while its claim is not in set_ci";
   EXPECT_EQ(set_ci_of(cq.handle), 3u) << "the lock was taken: the claimer must not store";
-  ASSERT_TRUE(dev::detail::cq_unlock_and_recheck(cq.handle, stored)) << "the holder must see the claim";
-  ASSERT_TRUE(dev::arch::local::compare_swap(&cq.handle.publish_lock, 0u, 1u));  // and go round again
-  EXPECT_EQ(dev::detail::cq_store_claimed(cq.handle), 4u);
-  EXPECT_FALSE(dev::detail::cq_unlock_and_recheck(cq.handle, 4));
+  EXPECT_TRUE(dev::detail::cq_unlock_and_recheck(cq.handle, stored)) << "the holder must see the claim";
+  // The holder goes round again, unless the waiting claimer took the lock first: either
+  // way the claim is published, by one of them.
+  if (dev::arch::local::compare_swap(&cq.handle.publish_lock, 0u, 1u)) {
+    EXPECT_EQ(dev::detail::cq_store_claimed(cq.handle), 4u);
+    EXPECT_FALSE(dev::detail::cq_unlock_and_recheck(cq.handle, 4));
+  }
+  claimer.join();
+  EXPECT_TRUE(returned.load());
   EXPECT_EQ(set_ci_of(cq.handle), 4u);
 }
 
@@ -125,6 +137,45 @@ TEST(core_cq_ci, concurrent_pollers_keep_set_ci_monotone_under_a_checking_nic) {
   // had already re-read ci) leaves set_ci behind the claims.
   EXPECT_EQ(set_ci_of(*p.a.hs), static_cast<uint32_t>(p.a.hs->ci) & prm::cq_ci_mask);
   for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(dst[t], per_thread) << "thread " << t;
+}
+
+// A publisher can stall holding the lock (a descheduled CPU thread). Pollers that claim
+// meanwhile must not free their SQ slots before their claims reach set_ci: the SQ is as
+// deep as the CQ, so a poster that ran ahead on unpublished claims would have the checking
+// NIC write more CQEs than set_ci leaves room for. Failed before the fix (claimers left at
+// once): the CQ overran while the lock was held (seen under qemu-user on aarch64, where a
+// holder is often descheduled: concurrent_pollers_... above, 4 failures, CQ in error).
+TEST(core_cq_ci, a_poller_returns_only_once_its_claim_is_published_so_a_stalled_publisher_causes_no_overrun) {
+  pair p({.sq_wqebbs = 64, .cq_depth = 64, .ignore_overrun = false, .auto_signal = 0}, {});
+  alignas(8) uint64_t dst = 0;
+  verbs::mr m(p.pd, &dst, 8, verbs::access::all);
+  constexpr uint64_t posts = 256;  // four times the CQ: it would overrun four times over
+  ASSERT_TRUE(dev::arch::local::compare_swap(&p.a.hs->publish_lock, 0u, 1u));  // the stalled publisher
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> failed{false};
+  std::thread poster([&] {
+    const dev::remote_ptr r{addr(&dst), m.rkey()};
+    for (uint64_t k = 1; k <= posts; ++k) {
+      uint64_t ticket = 0;
+      if (dev::p<dev::scope_thread, dev::sharing::grid>(*p.a.h, r, &k, 8, &ticket, dev::op_flags::none, 5'000'000'000) !=
+              status::ok ||
+          dev::wait(*p.a.h, ticket, 5'000'000'000) != status::ok) {
+        failed = true;
+        return;
+      }
+      done = k;
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(p.a.scq.in_error()) << "claims ran ahead of set_ci while the publisher stalled: the CQ overran";
+  EXPECT_LT(done.load(), posts) << "the poller must wait for its claim to be published";
+  dev::arch::local::store_release(&p.a.hs->publish_lock, 0u);  // the publisher goes on
+  poster.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(done.load(), posts);
+  EXPECT_FALSE(p.a.scq.in_error());
+  EXPECT_EQ(set_ci_of(*p.a.hs), static_cast<uint32_t>(p.a.hs->ci) & prm::cq_ci_mask);
+  EXPECT_EQ(dst, posts);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ struct cq_handle {
   // threads may poll one CQ; each CQE is consumed by exactly one of them.
   alignas(64) uint64_t ci;
   // The count last stored into the doorbell record's set_ci, and the pollers' try-lock
-  // that serialises those stores (cq_publish_ci). Written under the lock only.
+  // that serialises those stores (cq_publish_ci). Written under the lock only; pollers
+  // waiting for their claim to be published read ci_published.
   uint64_t ci_published;
   uint32_t publish_lock;
 };

@@ -66,11 +66,18 @@ GDAKI_HD GDAKI_SPECULATIVE_READ inline void decode_cqe(const prm::cqe64* cqe, ui
 // Stores under the lock are of a count that only grows, so set_ci only moves forward, and
 // no read-modify-write crosses to the record (for a GPU poller and a host-pinned record a
 // compare-and-swap there was a PCIe round trip per CQE; the store is a posted write). A
-// poller that finds the lock taken leaves at once and its claim is published by the
-// holder: the same Dekker hand-off as sq_submit's db_lock (the claimer stores ci, fences,
-// reads the lock; the holder stores the unlock, fences, re-reads ci).
+// poller that finds the lock taken does not store: the holder publishes its claim too,
+// through the same Dekker hand-off as sq_submit's db_lock (the claimer stores ci, fences,
+// reads the lock; the holder stores the unlock, fences, re-reads ci). But the poller
+// returns only once its claim is in set_ci (ci_published, which the holder stores after
+// set_ci, covers it), or takes the lock itself when it comes free: its caller frees the
+// claimed CQE's SQ slots next, and a WQE posted into them must not give the NIC a CQE that
+// set_ci leaves no room for. A holder that stalls (a descheduled CPU thread) therefore
+// stalls the pollers behind it instead of letting them overrun the CQ.
 // (Fixes: a plain store by each poller moved set_ci back; then a forward-only CAS on the
-// record itself cost a PCIe atomic per CQE on a GPU.)
+// record itself cost a PCIe atomic per CQE on a GPU; then pollers that left at once let
+// the poster run ahead of set_ci while a holder stalled, and the checking NIC overran the
+// CQ: core_cq_ci.a_poller_returns_only_once_its_claim_is_published_...)
 namespace detail {
 
 // Under publish_lock: stores the count claimed so far into set_ci when it moved since the
@@ -79,7 +86,7 @@ GDAKI_HD inline uint64_t cq_store_claimed(cq_handle& cq) {
   const uint64_t claimed = arch::local::load_acquire(&cq.ci);
   if (claimed != arch::local::load_relaxed(&cq.ci_published)) {
     arch::store_release(&cq.dbrec->set_ci.raw, prm::to_be32(static_cast<uint32_t>(claimed) & prm::cq_ci_mask).raw);
-    arch::local::store_relaxed(&cq.ci_published, claimed);
+    arch::local::store_release(&cq.ci_published, claimed);  // after set_ci: waiting pollers read it
   }
   return claimed;
 }
@@ -96,8 +103,18 @@ GDAKI_HD inline bool cq_unlock_and_recheck(cq_handle& cq, uint64_t stored) {
 
 GDAKI_HD inline void cq_publish_ci(cq_handle& cq) {
   arch::local::fence_full();  // our claim before our read of the lock
-  while (arch::local::compare_swap(&cq.publish_lock, 0u, 1u)) {
-    if (!detail::cq_unlock_and_recheck(cq, detail::cq_store_claimed(cq))) return;
+  const uint64_t mine = arch::local::load_acquire(&cq.ci);  // covers our claim
+  for (uint32_t i = 0;; ++i) {
+    if (arch::local::compare_swap(&cq.publish_lock, 0u, 1u)) {
+      // Ours is published by the first store; go round while claims arrive whose pollers
+      // found the lock taken, unless one of them has taken it since.
+      while (detail::cq_unlock_and_recheck(cq, detail::cq_store_claimed(cq))) {
+        if (!arch::local::compare_swap(&cq.publish_lock, 0u, 1u)) return;
+      }
+      return;
+    }
+    if (arch::local::load_acquire(&cq.ci_published) >= mine) return;  // the holder published ours
+    arch::spin_pause(i);
   }
 }
 
