@@ -55,6 +55,7 @@ void key_table::remove(uint32_t lkey) {
   const uint32_t slot = (lkey >> 8) - 2;
   if (slot >= slots_.size() || !slots_[slot].live) return;
   slots_[slot].live = false;
+  generation_.fetch_add(1, std::memory_order_relaxed);  // the exclusive lock orders it
   // Peers that mapped this MR (the shared-memory wire's mapped path) lose it too, and any
   // copy of theirs in progress ends before we return, as a NIC's access would.
   const uint32_t rkey = ((slot + 2) << 8) | slots_[slot].rtag;

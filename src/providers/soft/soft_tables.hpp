@@ -11,6 +11,7 @@
 // (0x100 .. 0xfffffe), unique among the live QPs of the process.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,9 +48,13 @@ class key_table {
   // Caller holds lock() (shared). True if lkey is live, belongs to PD pdn, covers
   // [addr, addr + len) and, if need_write, grants LOCAL_WRITE.
   bool local_range_ok(uint32_t lkey, uint32_t pdn, uint64_t addr, uint64_t len, bool need_write) const;
+  // Moves on at every deregistration (under the exclusive lock), so a key check a short
+  // path cached (soft_qp::local_key) holds while this reads the same. Read under lock().
+  uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
  private:
   key_lock mu_;
+  std::atomic<uint64_t> generation_{0};
   std::vector<mr_entry> slots_;
   std::vector<uint32_t> free_;
 };

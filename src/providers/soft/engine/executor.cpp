@@ -10,6 +10,7 @@
 #include "cqe_writer.hpp"
 #include "engine.hpp"
 #include "fast_write.hpp"
+#include "placement.hpp"
 #include "gdaki/device/arch.hpp"
 #include "gdaki/prm/endian.hpp"
 #include "gdaki/prm/op_traits.hpp"
@@ -19,6 +20,7 @@
 #include "wqe_parse.hpp"
 #include "../wire/shm_map.hpp"
 #include "../wire/wire.hpp"
+#include "../wire/wire_test_hooks.hpp"
 
 namespace gdaki::soft {
 
@@ -83,17 +85,20 @@ void requester_error(soft_qp& qp) {
   enter_error_locked_resp(qp);
 }
 
-// Writes the requester CQE of one WQE. Returns false if the CQ overran (QP -> ERR).
-bool complete_send(soft_qp& qp, const parsed_wqe& w, syndrome s, uint32_t byte_cnt) {
+// Writes the requester CQE of the WQE at sq_ci. Returns false if the CQ overran (QP -> ERR).
+bool complete_send(soft_qp& qp, uint8_t wqe_opcode, syndrome s, uint32_t byte_cnt) {
   cqe_fields f;
   f.opcode = s == syndrome::none ? prm::cqe_opcode::req : prm::cqe_opcode::req_err;
   f.synd = s;
-  f.wqe_opcode = w.opcode;
+  f.wqe_opcode = wqe_opcode;
   f.qpn = qp.qpn;
   f.byte_cnt = s == syndrome::none ? byte_cnt : 0;
   f.user_index = qp.user_index;
   f.wqe_counter = static_cast<uint16_t>(qp.sq_ci);
   return write_cqe(*qp.scq, f) != cq_write::overrun;
+}
+bool complete_send(soft_qp& qp, const parsed_wqe& w, syndrome s, uint32_t byte_cnt) {
+  return complete_send(qp, w.opcode, s, byte_cnt);
 }
 
 struct exec_outcome {
@@ -196,6 +201,113 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
   return true;
 }
 
+// Whether [addr, addr + len) lies in the MR lkey names, live, in qp's PD and, if
+// need_write, with LOCAL_WRITE, as local_keys_ok checks it: from the QP's cache while no
+// MR has been deregistered since it was filled. Caller holds the key table's shared lock.
+bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32_t len, bool need_write) {
+  soft_qp::local_key_cache& c = qp.local_key;
+  const uint64_t generation = keys().generation();
+  if (c.lkey != lkey || c.generation != generation) {
+    const mr_entry* e = keys().find(lkey, false);
+    if (e == nullptr || e->pdn != qp.pd->pdn) return false;
+    c = {lkey, generation, e->addr, e->length, e->access};
+  }
+  if (need_write && !(c.access & verbs::access::local_write)) return false;
+  return addr >= c.addr && len <= c.length && addr - c.addr <= c.length - len;
+}
+
+// The mapped short path of a remote QP (the shared-memory wire): a run of the WQEs small
+// messages are made of, each in one WQEBB: an RDMA WRITE of one pointer or inline data
+// segment of at most endpoint::short_write_max bytes, an 8-byte fetch-and-add or
+// compare-and-swap (a signal, a counter), and a NOP (a flush), into peer MRs this QP has
+// mapped. The general loop (parse, precheck, copy_mapped) spent ~500 instructions on
+// each; this a fifth of that (docs/performance.md). It takes a WQE only when every check
+// the general path makes passes (the producer's count, wqe_index, DS, the inline size,
+// the local key's PD, rights and range, the grant's rights and range, the atomic's
+// alignment), writes the same CQE, and stops at the first WQE of another shape or that
+// fails a check: the general loop takes that one and reports what is wrong with its usual
+// syndrome. The caller holds exec_mu and the key table's shared lock, and nothing of the
+// QP is in flight, so no copy overtakes a request (RC order). Returns the WQEs it
+// completed; *cq_overrun when a CQE found the CQ full (the caller moves the QP to ERR).
+uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool* cq_overrun) {
+  using prm::send_opcode;
+  wire::endpoint& ep = *qp.dev->wire;
+  wire::mapped_pin pin;
+  uint32_t done = 0;
+  while (done < budget) {
+    const uint32_t n = (producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff;
+    if (n == 0 || n > qp.sq_wqebbs()) break;
+    const wqe_reader r(qp.sq, qp.log_sq, qp.sq_issued);
+    const auto ctrl = r.read<prm::ctrl_seg>(0);
+    const uint32_t w0 = prm::from_be(ctrl.opmod_idx_opcode);
+    const uint32_t ds = prm::from_be(ctrl.qpn_ds) & 0x3f;
+    const auto opcode = static_cast<uint8_t>(w0 & 0xff);
+    if (static_cast<uint16_t>(w0 >> 8) != static_cast<uint16_t>(qp.sq_issued) || ds == 0 || ds > 4) break;
+    uint32_t byte_cnt = 0;
+    if (opcode == static_cast<uint8_t>(send_opcode::rdma_write)) {
+      if (ds < 3) break;
+      const auto d = r.read<prm::data_seg>(2);
+      const uint32_t bc = prm::from_be(d.byte_count);
+      const uint32_t len = bc & ~prm::inline_flag;
+      if (len == 0 || len > wire::endpoint::short_write_max) break;
+      const uint8_t* src;
+      uint8_t tmp[2 * 16 - 4];  // the most inline bytes one WQEBB holds
+      if ((bc & prm::inline_flag) != 0) {
+        if (2 + prm::inline_ds(len) != ds || len > qp.max_inline || len > sizeof(tmp)) break;
+        if (len <= 12) {
+          src = r.unit(2) + 4;  // within the data segment's own 16-byte unit
+        } else {
+          r.copy_out(2 * 16 + 4, tmp, len);  // may straddle the ring's end
+          src = tmp;
+        }
+      } else {
+        const uint64_t laddr = prm::from_be(d.addr);
+        if (ds != 3 || !local_range_cached(qp, prm::from_be(d.lkey), laddr, len, false)) break;
+        src = reinterpret_cast<const uint8_t*>(laddr);
+      }
+      const auto a = r.read<prm::raddr_seg>(1);
+      if (!ep.write_mapped_short(qp, pin, prm::from_be(a.rkey), prm::from_be(a.raddr), src, len)) break;
+      byte_cnt = len;
+    } else if (opcode == static_cast<uint8_t>(send_opcode::atomic_fa) ||
+               opcode == static_cast<uint8_t>(send_opcode::atomic_cs)) {
+      // ctrl, raddr, atomic, and the result's pointer segment of the operand's 8 bytes.
+      if (ds != 4) break;
+      const auto d = r.read<prm::data_seg>(3);
+      const uint32_t bc = prm::from_be(d.byte_count);
+      const uint64_t laddr = prm::from_be(d.addr);
+      if (bc != 8 || !local_range_cached(qp, prm::from_be(d.lkey), laddr, 8, true)) break;
+      const auto a = r.read<prm::raddr_seg>(1);
+      const auto op = r.read<prm::atomic_seg>(2);
+      uint64_t old;
+      if (!ep.atomic_mapped_short(qp, pin, prm::from_be(a.rkey), prm::from_be(a.raddr),
+                                  opcode == static_cast<uint8_t>(send_opcode::atomic_cs), prm::from_be(op.swap_add),
+                                  prm::from_be(op.compare), &old)) {
+        break;
+      }
+      std::memcpy(reinterpret_cast<void*>(laddr), &old, 8);  // host order, as mapped_copy
+      byte_cnt = 8;
+    } else if (opcode != static_cast<uint8_t>(send_opcode::nop)) {
+      break;
+    }
+    placement_done();
+    ++qp.sq_issued;
+    ++done;
+    const bool cqe_ok = (ctrl.fm_ce_se & prm::ctrl_flags::ce_mask) < prm::ctrl_flags::cq_update ||
+                        complete_send(qp, opcode, syndrome::none, byte_cnt);
+    ++qp.sq_ci;
+    if (!cqe_ok) {
+      *cq_overrun = true;
+      break;
+    }
+  }
+  if (done != 0) {
+    qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);
+    auto& counted = wire::test_hooks::short_path_wqes;
+    counted.store(counted.load(std::memory_order_relaxed) + done, std::memory_order_relaxed);
+  }
+  return done;
+}
+
 // Forgets the requests in flight behind the oldest (their responses are still read and
 // dropped by the wire): after a retry the QP sends again from sq_ci with the same PSNs,
 // after an error it flushes them.
@@ -288,6 +400,20 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       if (issued == budget) {
         res.pending = true;
         break;
+      }
+      if (ops.empty() && qp.stall == stall_kind::none && qp.dev->wire->maps_writes(qp)) {
+        bool cq_overrun = false;
+        const uint32_t k = run_mapped_short(qp, producer, budget - issued, &cq_overrun);
+        if (k != 0) {
+          issued += k;
+          moved = true;
+          res.worked = true;
+        }
+        if (cq_overrun) {
+          requester_error(qp);  // ERR with nothing in flight: the caller flushes the rest
+          return;
+        }
+        if (k != 0) continue;  // the budget, the end, or a WQE the general path takes next
       }
       const uint32_t n = (producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff;
       wqe_reader r(qp.sq, qp.log_sq, qp.sq_issued);
@@ -451,6 +577,35 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   progress_result res;
   if (qp.destroyed) return res;
   uint32_t st = qp.state.load(std::memory_order_acquire);
+  // The commonest case of a remote QP on the shared-memory wire: nothing in flight, not
+  // stalled, and its doorbell brought small mapped WRITEs, signals or a flush. They go
+  // straight to run_mapped_short, past the general loop's steps that find nothing to do (retiring
+  // responses, the window, the stall timer): on a stream rung WQE by WQE those cost more
+  // than the copy. Whatever the run leaves (another shape, a check that fails, an error)
+  // goes on below as before.
+  if (st == state_of(qp_state::rts) && qp.wire_ops.empty() && qp.stall == stall_kind::none &&
+      qp.remote.load(std::memory_order_relaxed) && qp.dev->wire->maps_writes(qp)) {
+    const uint32_t producer = sq_producer(qp);
+    if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) == 0) return res;
+    bool cq_overrun = false;
+    uint32_t k;
+    {
+      std::shared_lock keys_lock(keys().lock());
+      k = run_mapped_short(qp, producer, budget, &cq_overrun);
+    }
+    res.worked = k != 0;
+    if (cq_overrun) {
+      requester_error(qp);  // ERR with nothing in flight: the flush below takes the rest
+      st = qp.state.load(std::memory_order_acquire);
+    } else if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) == 0) {
+      return res;
+    } else if (k == budget) {
+      res.pending = true;
+      return res;
+    } else {
+      budget -= k;  // the rest of the budget for the general path below
+    }
+  }
   if (st == state_of(qp_state::err)) {
     std::lock_guard lk(qp.resp_mu);
     const uint64_t before = qp.rq_ci;

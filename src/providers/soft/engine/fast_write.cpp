@@ -1,7 +1,7 @@
 // The in-process executor's short path for a one-segment RDMA WRITE (fast_write.hpp).
 #include "fast_write.hpp"
 
-#include <cstring>
+#include <cstdint>
 #include <mutex>
 #include <shared_mutex>
 
@@ -16,26 +16,6 @@
 #include "wqe_parse.hpp"
 
 namespace gdaki::soft {
-
-namespace {
-
-// Places n bytes as copy_message does for one piece: an aligned 4- or 8-byte piece (a
-// flag or signal word a poller acquires) with one release store, the rest with memcpy.
-void place(uint8_t* to, const uint8_t* from, uint32_t n) {
-  if (n == 8 && (reinterpret_cast<uintptr_t>(to) & 7) == 0) {
-    uint64_t v;
-    std::memcpy(&v, from, 8);
-    dev::arch::store_release(reinterpret_cast<uint64_t*>(to), v);
-  } else if (n == 4 && (reinterpret_cast<uintptr_t>(to) & 3) == 0) {
-    uint32_t v;
-    std::memcpy(&v, from, 4);
-    dev::arch::store_release(reinterpret_cast<uint32_t*>(to), v);
-  } else {
-    std::memcpy(to, from, n);
-  }
-}
-
-}  // namespace
 
 bool try_fast_write(soft_qp& qp, const wqe_reader& r, const parsed_wqe& ctrl, uint32_t* bytes) {
   // The shape: RDMA WRITE, its own index, ctrl + raddr + one data segment in one WQEBB.
@@ -72,15 +52,15 @@ bool try_fast_write(soft_qp& qp, const wqe_reader& r, const parsed_wqe& ctrl, ui
   }
   auto* to = reinterpret_cast<uint8_t*>(raddr);
   if (!is_inline) {
-    place(to, reinterpret_cast<const uint8_t*>(laddr), len);
+    place_piece(to, reinterpret_cast<const uint8_t*>(laddr), len);
   } else if (len <= 12) {
     // The payload follows the 4-byte count in the data segment's own 16-byte unit.
-    place(to, r.unit(2) + 4, len);
+    place_piece(to, r.unit(2) + 4, len);
   } else {
     uint8_t tmp[64];
     if (len <= sizeof(tmp)) {
       r.copy_out(2 * 16 + 4, tmp, len);  // may straddle the ring's end
-      place(to, tmp, len);
+      place_piece(to, tmp, len);
     } else {
       r.copy_out(2 * 16 + 4, to, len);
     }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
+#include "gdaki/device/arch.hpp"
 #include "wqe_parse.hpp"
 
 namespace gdaki::soft {
@@ -16,6 +18,24 @@ struct dst_piece {
 // Copies the message described by src[0..ns) (pointer or inline entries) into the
 // concatenation of dst[0..nd), in address order. Total lengths must match or dst be longer.
 void copy_message(const wqe_reader& r, const gather_entry* src, uint32_t ns, const dst_piece* dst, uint32_t nd);
+
+// Places n bytes as copy_message does for one piece: an aligned 4- or 8-byte piece (a flag
+// or signal word a poller acquires) with one release store, the rest with memcpy. For the
+// short paths that place one piece without a gather list (fast_write.cpp, the wire's
+// write_mapped_short).
+inline void place_piece(uint8_t* to, const uint8_t* from, uint32_t n) {
+  if (n == 8 && (reinterpret_cast<uintptr_t>(to) & 7) == 0) {
+    uint64_t v;
+    std::memcpy(&v, from, 8);
+    dev::arch::store_release(reinterpret_cast<uint64_t*>(to), v);
+  } else if (n == 4 && (reinterpret_cast<uintptr_t>(to) & 3) == 0) {
+    uint32_t v;
+    std::memcpy(&v, from, 4);
+    dev::arch::store_release(reinterpret_cast<uint32_t*>(to), v);
+  } else {
+    std::memcpy(to, from, n);
+  }
+}
 
 // Copies `length` bytes from `from` into dst[0..nd).
 void copy_scatter(const uint8_t* from, uint64_t length, const dst_piece* dst, uint32_t nd);

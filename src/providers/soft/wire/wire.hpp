@@ -34,6 +34,10 @@ struct soft_device;
 struct soft_qp;
 }  // namespace gdaki::soft
 
+namespace gdaki::soft::shm {
+struct mapping;
+}  // namespace gdaki::soft::shm
+
 namespace gdaki::soft::wire {
 
 using address = std::array<uint8_t, 16>;
@@ -74,6 +78,21 @@ struct wire_op {
   uint64_t sent_ms = 0;
 };
 
+// A peer MR's mapping held in use across a run of short mapped WQEs (the executor's
+// run_mapped_short): one count into and out of its revocation slot per run instead of
+// per WQE. Released at the run's end, or once pin_bytes_max bytes went through it, so the
+// owner's deregistration waits for at most that much copying.
+struct mapped_pin {
+  static constexpr uint64_t pin_bytes_max = uint64_t{1} << 20;
+  shm::mapping* m = nullptr;
+  uint64_t bytes = 0;
+  void release();
+  mapped_pin() = default;
+  mapped_pin(const mapped_pin&) = delete;
+  mapped_pin& operator=(const mapped_pin&) = delete;
+  ~mapped_pin() { release(); }
+};
+
 enum class issue_status : uint8_t {
   sent,  // in flight: its response finishes it
   busy,  // the connection's window is full, or it must drain first: poll, then try again
@@ -105,6 +124,25 @@ class endpoint {
   // overtake a request (RC order).
   enum class mapped_copy_status : uint8_t { copied, dead, not_mapped };
   mapped_copy_status copy_mapped(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w);
+  // The short path for a run of small WRITEs and atomics (executor.cpp, run_mapped_short). Whether
+  // qp's connection takes mapped copies now (bound, same host, alive, mapping enabled):
+  bool maps_writes(const soft_qp& qp) const;
+  // Copies len bytes (1 .. short_write_max) from src to raddr through the mapping qp
+  // already holds of the MR rkey names, when that grant allows remote write and covers the
+  // range; pin holds the mapping in use between calls. An aligned 4- or 8-byte piece goes
+  // with one release store, as the responder places it. Returns false, having done
+  // nothing, in every other case: no such mapping, revoked, outside the grant, and the
+  // copy that is due the dead-peer look (every 256th): the general path (copy_mapped,
+  // issue) then takes that WQE and decides, with the syndromes it always gives.
+  static constexpr uint32_t short_write_max = 4096;
+  bool write_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, const uint8_t* src,
+                          uint32_t len);
+  // The same for an 8-byte fetch-and-add (cs false: adds swap_add) or compare-and-swap
+  // (cs true) on the word at raddr, aligned, under a grant with remote atomic and write
+  // rights, done as every soft-NIC atomic is (one compare-and-swap on the word, host
+  // order): *old gets the word's value before it.
+  bool atomic_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, bool cs, uint64_t swap_add,
+                           uint64_t compare, uint64_t* old);
   // Reads the responses that have arrived on qp's connection and finishes their ops (of
   // any QP sharing the connection). When none has arrived, waits up to wait_us for one.
   // A connection that broke, or whose oldest request went unanswered for

@@ -27,6 +27,7 @@
 #include "../engine/wqe_parse.hpp"
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
+#include "gdaki/device/arch.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "shm_map.hpp"
 #include "stream_copy.hpp"
@@ -325,6 +326,87 @@ endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader
     return mapped_copy_status::not_mapped;  // revoked or outside the grant: issue() tells the responder
   }
   return mapped_copy_status::not_mapped;
+}
+
+void mapped_pin::release() {
+  if (m != nullptr) m->slot->users.fetch_sub(1, std::memory_order_release);
+  m = nullptr;
+  bytes = 0;
+}
+
+bool endpoint::maps_writes(const soft_qp& qp) const {
+  if (!qp.wire_bound || !dev_.cfg.shm_map) return false;
+  const client_conn* c = qp.wire_conn.get();
+  return c != nullptr && c->cma && !c->dead.load(std::memory_order_acquire);
+}
+
+namespace {
+
+// The byte at raddr through the mapping qp holds of the MR rkey names, for len bytes, when
+// the grant has every right in `need` and covers the range; null otherwise. pin holds the
+// mapping in use from the first call on (write_mapped_short says why).
+uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, uint32_t len, uint32_t need) {
+  // The dead-peer look is mapped_copy's (one syscall per 256 copies): that copy goes there.
+  if (((qp.wire_copies + 1) & 255) == 0) return nullptr;
+  shm::mapping* m = pin.m;
+  if (m == nullptr || m->rkey != rkey) {
+    pin.release();
+    for (const auto& x : qp.wire_maps) {
+      if (x->rkey == rkey) {
+        m = x.get();
+        break;
+      }
+    }
+    if (m == nullptr || m->rkey != rkey) return nullptr;
+    // As mapped_copy: counted in, then the grant checked (revoke() stores, then waits for
+    // the count), so the owner's deregistration cannot finish while we copy.
+    m->slot->users.fetch_add(1, std::memory_order_seq_cst);
+    if (m->slot->key.load(std::memory_order_seq_cst) != m->rkey ||
+        m->slot->epoch.load(std::memory_order_seq_cst) != m->epoch) {
+      m->slot->users.fetch_sub(1, std::memory_order_seq_cst);
+      return nullptr;  // revoked: issue() forgets the mapping and asks the responder
+    }
+    pin.m = m;
+  }
+  if ((m->access & need) != need || raddr < m->remote_addr || len > m->length ||
+      raddr - m->remote_addr > m->length - len) {
+    return nullptr;  // outside the grant: the peer's responder reports it
+  }
+  ++qp.wire_copies;
+  pin.bytes += len;
+  return m->base + (raddr - m->remote_addr);
+}
+
+}  // namespace
+
+bool endpoint::write_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, const uint8_t* src,
+                                  uint32_t len) {
+  uint8_t* to = pinned_target(qp, pin, rkey, raddr, len, verbs::access::remote_write);
+  if (to == nullptr) return false;
+  place_piece(to, src, len);
+  if (pin.bytes >= mapped_pin::pin_bytes_max) pin.release();
+  return true;
+}
+
+bool endpoint::atomic_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, bool cs,
+                                   uint64_t swap_add, uint64_t compare, uint64_t* old) {
+  // A misaligned target is the responder's REMOTE_INVAL_REQ: the general path sends it there.
+  if (raddr % 8 != 0) return false;
+  uint8_t* to =
+      pinned_target(qp, pin, rkey, raddr, 8, verbs::access::remote_atomic | verbs::access::remote_write);
+  if (to == nullptr) return false;
+  auto* word = reinterpret_cast<uint64_t*>(to);
+  for (;;) {
+    const uint64_t was = dev::arch::load_acquire(word);
+    if (cs && was != compare) {
+      *old = was;
+      return true;
+    }
+    if (dev::arch::compare_swap(word, was, cs ? swap_add : was + swap_add)) {
+      *old = was;
+      return true;
+    }
+  }
 }
 
 issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {

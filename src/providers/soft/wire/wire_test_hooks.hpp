@@ -37,6 +37,13 @@ extern std::atomic<uint64_t> failing_ns;
 // read, by the library.
 extern std::atomic<uint64_t> request_sends;
 
+// WQEs this process's remote QPs completed through the mapped short path (the executor's
+// run_mapped_short) rather than the general loop. Added once per run with a plain load
+// and store, not a read-modify-write (the path exists to avoid those): exact while runs
+// do not overlap, as those of one QP never do (exec_mu). Counted, never read, by the
+// library.
+extern std::atomic<uint64_t> short_path_wqes;
+
 // Set to N: the wire servers of this process close the next N connections that send a
 // hello, without a word, as a server shedding handshakes under a connection flood does
 // (the oldest of too many). One relaxed load per hello.

@@ -1,0 +1,262 @@
+// The shared-memory wire's mapped short path (executor.cpp, run_mapped_short): the WQEs
+// small messages are made of (a one-segment WRITE of at most 4 KiB, pointer or inline; an
+// 8-byte fetch-and-add or compare-and-swap; a NOP) go through a peer MR's mapping without
+// the general parse. (1) A mix of them rung with one doorbell completes exactly as the
+// general path would (CQE opcode, index and byte count, the bytes and words at the
+// target, the atomics' original values), and the short path took every one of them but
+// the WRITE over 4 KiB. (2) What the general path refuses, the short path leaves to it, so
+// the error is the usual one and the target is unchanged: a local key deregistered after
+// the short path cached it, a source outside its MR, an atomic's result into an MR without
+// local write, a misaligned atomic, a WRITE past the grant.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "providers/soft/wire/wire_test_hooks.hpp"
+#include "wire_fixture.hpp"
+
+using namespace wire_test;
+using prm::send_opcode;
+using prm::syndrome;
+
+namespace {
+
+constexpr size_t target_bytes = 1u << 20;
+
+// FNV-1a of n bytes: what "hash" answers for the target's bytes.
+uint64_t fnv(const uint8_t* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// The target: a zeroed buffer from alloc_shared, registered with every right, served until
+// "bye". "hash OFF LEN" answers fnv() of LEN bytes at OFF; "word OFF" the 8 bytes at OFF.
+int target_main(uint16_t port) {
+  use_wire("shm");
+  verbs::device dev = verbs::device::open("soft0");
+  verbs::pd pd(dev);
+  endpoint ep;
+  ep.create(dev, pd, {});
+  auto* buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(target_bytes));
+  std::memset(buf, 0, target_bytes);
+  auto mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::all);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const setup_blob peer = from_bytes(x.recv());
+  verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
+  ep.export_handles(true);
+  setup_blob mine{};
+  const auto a = gdaki::soft::local_address(dev);
+  std::memcpy(mine.address, a.data(), 16);
+  mine.qpn = ep.qp.qpn();
+  mine.rkey = mr->rkey();
+  mine.buf = reinterpret_cast<uint64_t>(buf);
+  x.send(to_bytes(mine));
+  for (;;) {
+    const std::string cmd = text(x.recv(60000));
+    if (cmd == "bye") break;
+    if (cmd.rfind("word ", 0) == 0) {
+      uint64_t v = 0;
+      std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
+      x.send(text(std::to_string(v)));
+    } else if (cmd.rfind("hash ", 0) == 0) {
+      const size_t sp = cmd.find(' ', 5);
+      const size_t off = std::stoul(cmd.substr(5, sp - 5)), len = std::stoul(cmd.substr(sp + 1));
+      x.send(text(std::to_string(fnv(buf + off, len))));
+    }
+  }
+  mr.reset();
+  gdaki::soft::free_shared(buf);
+  return 0;
+}
+
+struct initiator {
+  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
+  pid_t child = -1;
+  std::unique_ptr<side> s;
+  setup_blob t{};
+
+  initiator() {
+    child = fork_peer(srv.port(), [](uint16_t port) { return target_main(port); });
+    use_wire("shm");
+    s = std::make_unique<side>(target_bytes);
+    for (size_t i = 0; i < s->buf.size(); ++i) s->buf[i] = static_cast<uint8_t>(i * 31 + 5);
+    srv.accept();
+    const auto token = random_token();
+    srv.send(to_bytes(s->blob(token.data())));
+    t = from_bytes(srv.recv());
+    s->connect(t, token.data());
+  }
+  std::string ask(const std::string& cmd) {
+    srv.send(text(cmd));
+    return text(srv.recv(30000));
+  }
+  std::string hash(size_t off, size_t len) { return ask("hash " + std::to_string(off) + " " + std::to_string(len)); }
+  std::string word(size_t off) { return ask("word " + std::to_string(off)); }
+  // The first WRITE to the target asks for the grant over the frame path; after it the
+  // target's MR is mapped and the short path can take WQEs.
+  void prime() {
+    const dev::sge g = sg(s->buf.data(), 64, s->mr.lkey());
+    post_write(*s->ep.h, t.buf, t.rkey, &g, 1);
+    const got c = wait_cqe(s->ep, false);
+    ASSERT_TRUE(c.ok && c.c.ok()) << "the priming WRITE failed";
+  }
+  int finish() {
+    srv.send(text("bye"));
+    return reap(child);
+  }
+};
+
+uint64_t short_path_wqes() { return gdaki::soft::wire::test_hooks::short_path_wqes.load(); }
+
+TEST(wire_shm_short_path, small_writes_atomics_and_a_nop_rung_at_once_complete_exactly_through_it) {
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t qpn = in.s->ep.qp.qpn();
+  const uint32_t lkey = in.s->mr.lkey(), rkey = in.t.rkey;
+  const uint8_t* src = in.s->buf.data();
+  auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 65536);  // three atomic results
+  res[0] = res[1] = res[2] = ~uint64_t{0};
+  const uint8_t inline8[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint8_t inline20[20];
+  for (uint32_t i = 0; i < sizeof(inline20); ++i) inline20[i] = static_cast<uint8_t>(0xa0 + i);
+  struct want {
+    send_opcode op;
+    uint32_t bytes;
+    uint16_t index;
+  };
+  std::vector<want> wants;
+  // Each WQE is written and marked ready; one doorbell at the end publishes them all.
+  auto stage = [&](send_opcode op, uint32_t bytes, uint32_t nbb, auto&& prepare) {
+    const uint64_t at = acquire(h, nbb);
+    ASSERT_EQ(prepare(at), nbb);
+    dev::sq_mark_ready(h, at, nbb);
+    wants.push_back({op, bytes, static_cast<uint16_t>(at)});
+  };
+  const dev::sge w8 = sg(src + 200, 8, lkey), w4k = sg(src + 4096, 4096, lkey), w4k1 = sg(src + 12288, 4097, lkey);
+  const dev::sge r0 = sg(&res[0], 8, lkey), r1 = sg(&res[1], 8, lkey), r2 = sg(&res[2], 8, lkey);
+  constexpr uint8_t sig = prm::ctrl_flags::cq_update;
+  const uint64_t before = short_path_wqes();
+  stage(send_opcode::rdma_write, 8, dev::wqebbs_rdma(1),
+        [&](uint64_t at) { return dev::prepare_write(h, at, in.t.buf + 1000, rkey, &w8, 1, sig); });
+  stage(send_opcode::rdma_write, 8, dev::wqebbs_write_inline(8),
+        [&](uint64_t at) { return dev::prepare_write_inline(h, at, in.t.buf + 1008, rkey, inline8, 8, sig); });
+  stage(send_opcode::rdma_write, 20, dev::wqebbs_write_inline(20),
+        [&](uint64_t at) { return dev::prepare_write_inline(h, at, in.t.buf + 1101, rkey, inline20, 20, sig); });
+  stage(send_opcode::rdma_write, 4096, dev::wqebbs_rdma(1),
+        [&](uint64_t at) { return dev::prepare_write(h, at, in.t.buf + 4096, rkey, &w4k, 1, sig); });
+  stage(send_opcode::atomic_fa, 8, dev::wqebbs_atomic(),
+        [&](uint64_t at) { return dev::prepare_atomic_fa(h, at, in.t.buf + 8192, rkey, 5, r0, sig); });
+  stage(send_opcode::atomic_cs, 8, dev::wqebbs_atomic(),
+        [&](uint64_t at) { return dev::prepare_atomic_cs(h, at, in.t.buf + 8192, rkey, 5, 42, r1, sig); });
+  stage(send_opcode::atomic_cs, 8, dev::wqebbs_atomic(),  // compares 5 against 42: no swap
+        [&](uint64_t at) { return dev::prepare_atomic_cs(h, at, in.t.buf + 8192, rkey, 5, 77, r2, sig); });
+  stage(send_opcode::nop, 0, 1, [&](uint64_t at) { return dev::prepare_nop(h, at, sig); });
+  // Over the short path's 4 KiB: the general loop takes it, between two short runs.
+  stage(send_opcode::rdma_write, 4097, dev::wqebbs_rdma(1),
+        [&](uint64_t at) { return dev::prepare_write(h, at, in.t.buf + 16384, rkey, &w4k1, 1, sig); });
+  stage(send_opcode::rdma_write, 8, dev::wqebbs_rdma(1),
+        [&](uint64_t at) { return dev::prepare_write(h, at, in.t.buf + 24576, rkey, &w8, 1, sig); });
+  dev::sq_submit(h);
+  for (const want& w : wants) {
+    const got c = wait_cqe(in.s->ep, false);
+    ASSERT_TRUE(c.ok) << "no CQE for the WQE at " << w.index;
+    expect_req_cqe(c, *in.s->ep.hs, w.op, qpn, w.index, w.bytes);
+  }
+  EXPECT_EQ(short_path_wqes() - before, wants.size() - 1) << "every WQE but the 4097-byte WRITE takes the short path";
+  EXPECT_EQ(in.hash(1000, 8), std::to_string(fnv(src + 200, 8)));
+  EXPECT_EQ(in.hash(1008, 8), std::to_string(fnv(inline8, 8)));
+  EXPECT_EQ(in.hash(1101, 20), std::to_string(fnv(inline20, 20)));
+  EXPECT_EQ(in.hash(4096, 4096), std::to_string(fnv(src + 4096, 4096)));
+  EXPECT_EQ(in.hash(16384, 4097), std::to_string(fnv(src + 12288, 4097)));
+  EXPECT_EQ(in.hash(24576, 8), std::to_string(fnv(src + 200, 8)));
+  EXPECT_EQ(in.hash(1016, 85), std::to_string(fnv(std::vector<uint8_t>(85).data(), 85))) << "bytes between the WRITEs";
+  EXPECT_EQ(res[0], 0u) << "the FA's original value";
+  EXPECT_EQ(res[1], 5u) << "the first CS's original value";
+  EXPECT_EQ(res[2], 42u) << "the second CS's original value";
+  EXPECT_EQ(in.word(8192), "42");
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// One bad WQE after a good one of the same kind (which fills the short path's caches):
+// it fails with `expect`, the target's memory stays as the good one left it, and the QP
+// flushes what follows.
+void run_bad(const std::string& which, syndrome expect) {
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint32_t lkey = in.s->mr.lkey(), rkey = in.t.rkey;
+  uint8_t* src = in.s->buf.data();
+  std::vector<uint8_t> zeros(8192);
+  // A good WRITE and FA first: the short path caches the local key and pins the grant.
+  const dev::sge good = sg(src + 100, 8, lkey);
+  post_write(h, in.t.buf + 512, rkey, &good, 1);
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  auto* res = reinterpret_cast<uint64_t*>(src + 65536);
+  post_fa(h, in.t.buf + 520, rkey, 9, sg(res, 8, lkey));
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  const std::string good_bytes = in.hash(0, 8192);
+  const uint64_t before = short_path_wqes();
+  std::vector<uint8_t> other(4096, 0x5c);
+  std::unique_ptr<verbs::mr> other_mr;
+  if (which == "deregistered_lkey") {
+    // A second MR, used once (the short path caches its key), then deregistered.
+    other_mr = std::make_unique<verbs::mr>(in.s->pd, other.data(), other.size(), verbs::access::all);
+    const uint32_t old_lkey = other_mr->lkey();
+    const dev::sge g = sg(other.data(), 8, old_lkey);
+    post_write(h, in.t.buf + 2048, rkey, &g, 1);
+    ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+    ASSERT_EQ(short_path_wqes() - before, 1u) << "the WRITE from the second MR took the short path";
+    zeros.assign(8192, 0);
+    other_mr.reset();
+    const dev::sge stale = sg(other.data(), 8, old_lkey);
+    post_write(h, in.t.buf + 3072, rkey, &stale, 1);
+  } else if (which == "source_outside_its_mr") {
+    const dev::sge g = sg(src + in.s->buf.size() - 4, 8, lkey);
+    post_write(h, in.t.buf + 3072, rkey, &g, 1);
+  } else if (which == "atomic_result_without_local_write") {
+    other_mr = std::make_unique<verbs::mr>(in.s->pd, other.data(), other.size(), verbs::access::remote_read);
+    post_fa(h, in.t.buf + 3072, rkey, 1, sg(other.data(), 8, other_mr->lkey()));
+  } else if (which == "misaligned_atomic") {
+    post_fa(h, in.t.buf + 3076, rkey, 1, sg(res, 8, lkey));
+  } else if (which == "write_past_the_grant") {
+    const dev::sge g = sg(src, 16, lkey);
+    post_write(h, in.t.buf + target_bytes - 8, rkey, &g, 1);
+  }
+  const got e = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(e.ok) << "no CQE for the bad WQE";
+  EXPECT_EQ(e.c.syndrome, expect);
+  if (which == "deregistered_lkey") {
+    // The WRITE from the second MR landed at 2048 before it was deregistered.
+    EXPECT_EQ(in.hash(2048, 8), std::to_string(fnv(other.data(), 8)));
+    EXPECT_EQ(in.hash(3072, 8), std::to_string(fnv(zeros.data(), 8))) << "the stale key's WRITE landed";
+  } else {
+    EXPECT_EQ(in.hash(0, 8192), good_bytes) << "the refused WQE changed the target's memory";
+  }
+  EXPECT_EQ(in.hash(target_bytes - 8, 8), std::to_string(fnv(zeros.data(), 8)));
+  post_nop(h);
+  const got f = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.c.syndrome, syndrome::wr_flush);
+  EXPECT_EQ(in.finish(), 0);
+}
+
+}  // namespace
+
+TEST(wire_shm_short_path, a_local_key_deregistered_after_the_short_path_cached_it_fails_with_local_protection) {
+  run_bad("deregistered_lkey", syndrome::local_prot);
+}
+TEST(wire_shm_short_path, a_source_outside_its_mr_fails_with_local_protection) {
+  run_bad("source_outside_its_mr", syndrome::local_prot);
+}
+TEST(wire_shm_short_path, an_atomic_result_into_an_mr_without_local_write_fails_with_local_protection) {
+  run_bad("atomic_result_without_local_write", syndrome::local_prot);
+}
+TEST(wire_shm_short_path, a_misaligned_atomic_is_refused_by_the_responder) {
+  run_bad("misaligned_atomic", syndrome::remote_inval_req);
+}
+TEST(wire_shm_short_path, a_write_past_the_grant_is_refused_by_the_responder) {
+  run_bad("write_past_the_grant", syndrome::remote_access);
+}
