@@ -4,10 +4,12 @@
 // the general parse. (1) A mix of them rung with one doorbell completes exactly as the
 // general path would (CQE opcode, index and byte count, the bytes and words at the
 // target, the atomics' original values), and the short path took every one of them but
-// the WRITE over 4 KiB. (2) What the general path refuses, the short path leaves to it, so
+// the WRITE over 4 KiB; puts with signal alternate between two windows' mappings and
+// leave neither pinned. (2) What the general path refuses, the short path leaves to it, so
 // the error is the usual one and the target is unchanged: a local key deregistered after
 // the short path cached it, a source outside its MR, an atomic's result into an MR without
 // local write, a misaligned atomic, a WRITE past the grant.
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -31,8 +33,10 @@ uint64_t fnv(const uint8_t* p, size_t n) {
   return h;
 }
 
-// The target: a zeroed buffer from alloc_shared, registered with every right, served until
-// "bye". "hash OFF LEN" answers fnv() of LEN bytes at OFF; "word OFF" the 8 bytes at OFF.
+// The target: a zeroed buffer from alloc_shared, and a 4 KiB one of 8-byte words (signals),
+// each registered with every right, served until "bye". "hash OFF LEN" answers fnv() of
+// LEN bytes of the buffer at OFF; "word OFF" its 8 bytes at OFF; "sig" the signal window's
+// address and rkey; "sigword I" its I-th word; "dereg_both" deregisters both.
 int target_main(uint16_t port) {
   use_wire("shm");
   verbs::device dev = verbs::device::open("soft0");
@@ -42,6 +46,10 @@ int target_main(uint16_t port) {
   auto* buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(target_bytes));
   std::memset(buf, 0, target_bytes);
   auto mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::all);
+  // A second, small window (a communicator's signals live in one of their own).
+  auto* sig = static_cast<uint64_t*>(gdaki::soft::alloc_shared(4096));
+  std::memset(sig, 0, 4096);
+  auto sig_mr = std::make_unique<verbs::mr>(pd, sig, 4096, verbs::access::all);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
   const setup_blob peer = from_bytes(x.recv());
   verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
@@ -56,7 +64,20 @@ int target_main(uint16_t port) {
   for (;;) {
     const std::string cmd = text(x.recv(60000));
     if (cmd == "bye") break;
-    if (cmd.rfind("word ", 0) == 0) {
+    if (cmd == "sig") {
+      x.send(text(std::to_string(reinterpret_cast<uint64_t>(sig)) + " " + std::to_string(sig_mr->rkey())));
+    } else if (cmd == "dereg_both") {
+      // Deregistration waits for peers that hold a window's mapping in use (up to
+      // shm::revoke_wait_ms): answers how long the two took, in ms.
+      const auto t0 = std::chrono::steady_clock::now();
+      sig_mr.reset();
+      mr.reset();
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      x.send(text(std::to_string(ms)));
+    } else if (cmd.rfind("sigword ", 0) == 0) {
+      x.send(text(std::to_string(sig[std::stoul(cmd.substr(8))])));
+    } else if (cmd.rfind("word ", 0) == 0) {
       uint64_t v = 0;
       std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
       x.send(text(std::to_string(v)));
@@ -66,6 +87,8 @@ int target_main(uint16_t port) {
       x.send(text(std::to_string(fnv(buf + off, len))));
     }
   }
+  sig_mr.reset();  // (both already gone after "dereg_both")
+  gdaki::soft::free_shared(sig);
   mr.reset();
   gdaki::soft::free_shared(buf);
   return 0;
@@ -177,6 +200,48 @@ TEST(wire_shm_short_path, small_writes_atomics_and_a_nop_rung_at_once_complete_e
   EXPECT_EQ(res[1], 5u) << "the first CS's original value";
   EXPECT_EQ(res[2], 42u) << "the second CS's original value";
   EXPECT_EQ(in.word(8192), "42");
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// Puts with signal, as a communicator makes them: a WRITE into the data window, then a
+// fetch-and-add on a word of the signal window (another MR, another mapping), repeated
+// behind one doorbell. The short path keeps both mappings pinned through the run, and
+// every WRITE and signal lands.
+TEST(wire_shm_short_path, puts_with_signals_to_two_windows_alternate_through_it) {
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const std::string sig = in.ask("sig");
+  const uint64_t sig_addr = std::stoull(sig.substr(0, sig.find(' ')));
+  const auto sig_rkey = static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)));
+  const uint32_t lkey = in.s->mr.lkey();
+  auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 65536);
+  // The first FA asks for the signal window's grant over the frame path.
+  post_fa(h, sig_addr, sig_rkey, 1, sg(res, 8, lkey));
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  constexpr uint32_t puts = 20;
+  const uint64_t before = short_path_wqes();
+  for (uint32_t i = 0; i < puts; ++i) {
+    const dev::sge g = sg(in.s->buf.data() + 8 * i, 8, lkey);
+    uint64_t at = acquire(h, 1);
+    dev::prepare_write(h, at, in.t.buf + 1024 + 8 * i, in.t.rkey, &g, 1, prm::ctrl_flags::ce_error_only);
+    dev::sq_mark_ready(h, at, 1);
+    at = acquire(h, 1);
+    dev::prepare_atomic_fa(h, at, sig_addr + 8, sig_rkey, 1, sg(res + 1 + i, 8, lkey), prm::ctrl_flags::cq_update);
+    dev::sq_mark_ready(h, at, 1);
+  }
+  dev::sq_submit(h);
+  for (uint32_t i = 0; i < puts; ++i) {
+    const got c = wait_cqe(in.s->ep, false);
+    ASSERT_TRUE(c.ok && c.c.ok()) << "signal " << i;
+    EXPECT_EQ(res[1 + i], i) << "signal " << i << "'s original value";
+  }
+  EXPECT_EQ(short_path_wqes() - before, 2 * puts);
+  EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
+  EXPECT_EQ(in.ask("sigword 1"), std::to_string(puts));
+  EXPECT_EQ(in.ask("sigword 0"), "1");
+  // Nothing stays pinned after the run: the owner's deregistrations do not wait for us.
+  EXPECT_LT(std::stol(in.ask("dereg_both")), 1000) << "a window's mapping was left in use";
   EXPECT_EQ(in.finish(), 0);
 }
 

@@ -78,13 +78,15 @@ struct wire_op {
   uint64_t sent_ms = 0;
 };
 
-// A peer MR's mapping held in use across a run of short mapped WQEs (the executor's
-// run_mapped_short): one count into and out of its revocation slot per run instead of
-// per WQE. Released at the run's end, or once pin_bytes_max bytes went through it, so the
-// owner's deregistration waits for at most that much copying.
+// Peer MRs' mappings held in use across a run of short mapped WQEs (the executor's
+// run_mapped_short): one count into and out of a mapping's revocation slot per run
+// instead of per WQE. Two at a time, the most recently pinned first: a put with signal
+// goes to a data window and a signal window, alternately. Released at the run's end, or
+// once pin_bytes_max bytes went through them, so the owner's deregistration waits for at
+// most that much copying.
 struct mapped_pin {
   static constexpr uint64_t pin_bytes_max = uint64_t{1} << 20;
-  shm::mapping* m = nullptr;
+  shm::mapping* m[2] = {nullptr, nullptr};
   uint64_t bytes = 0;
   void release();
   mapped_pin() = default;

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 
 #include "../engine/executor.hpp"
 #include "../engine/placement.hpp"
@@ -329,8 +330,10 @@ endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader
 }
 
 void mapped_pin::release() {
-  if (m != nullptr) m->slot->users.fetch_sub(1, std::memory_order_release);
-  m = nullptr;
+  for (shm::mapping*& p : m) {
+    if (p != nullptr) p->slot->users.fetch_sub(1, std::memory_order_release);
+    p = nullptr;
+  }
   bytes = 0;
 }
 
@@ -348,25 +351,32 @@ namespace {
 uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, uint32_t len, uint32_t need) {
   // The dead-peer look is mapped_copy's (one syscall per 256 copies): that copy goes there.
   if (((qp.wire_copies + 1) & 255) == 0) return nullptr;
-  shm::mapping* m = pin.m;
+  shm::mapping* m = pin.m[0];
   if (m == nullptr || m->rkey != rkey) {
-    pin.release();
-    for (const auto& x : qp.wire_maps) {
-      if (x->rkey == rkey) {
-        m = x.get();
-        break;
+    if (pin.m[1] != nullptr && pin.m[1]->rkey == rkey) {
+      std::swap(pin.m[0], pin.m[1]);
+    } else {
+      m = nullptr;
+      for (const auto& x : qp.wire_maps) {
+        if (x->rkey == rkey) {
+          m = x.get();
+          break;
+        }
       }
+      if (m == nullptr) return nullptr;
+      // As mapped_copy: counted in, then the grant checked (revoke() stores, then waits
+      // for the count), so the owner's deregistration cannot finish while we copy.
+      m->slot->users.fetch_add(1, std::memory_order_seq_cst);
+      if (m->slot->key.load(std::memory_order_seq_cst) != m->rkey ||
+          m->slot->epoch.load(std::memory_order_seq_cst) != m->epoch) {
+        m->slot->users.fetch_sub(1, std::memory_order_seq_cst);
+        return nullptr;  // revoked: issue() forgets the mapping and asks the responder
+      }
+      if (pin.m[1] != nullptr) pin.m[1]->slot->users.fetch_sub(1, std::memory_order_release);
+      pin.m[1] = pin.m[0];
+      pin.m[0] = m;
     }
-    if (m == nullptr || m->rkey != rkey) return nullptr;
-    // As mapped_copy: counted in, then the grant checked (revoke() stores, then waits for
-    // the count), so the owner's deregistration cannot finish while we copy.
-    m->slot->users.fetch_add(1, std::memory_order_seq_cst);
-    if (m->slot->key.load(std::memory_order_seq_cst) != m->rkey ||
-        m->slot->epoch.load(std::memory_order_seq_cst) != m->epoch) {
-      m->slot->users.fetch_sub(1, std::memory_order_seq_cst);
-      return nullptr;  // revoked: issue() forgets the mapping and asks the responder
-    }
-    pin.m = m;
+    m = pin.m[0];
   }
   if ((m->access & need) != need || raddr < m->remote_addr || len > m->length ||
       raddr - m->remote_addr > m->length - len) {
