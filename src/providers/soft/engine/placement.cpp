@@ -111,9 +111,17 @@ uint64_t rmw(T* p, const parsed_wqe& w) {
 }  // namespace
 
 uint64_t execute_atomic(const parsed_wqe& w, void* target) {
-  // Every soft-NIC atomic on a word is one compare-and-swap on it, so they are atomic
+  // Every soft-NIC atomic on a word is one atomic instruction on it (a fetch-and-add, a
+  // compare-and-swap, or a compare-and-swap loop for the masked ones), so they are atomic
   // with respect to each other (and to CPU atomics on the same word).
-  if (w.atomic_size == 8) return rmw(static_cast<uint64_t*>(target), w);
+  if (w.atomic_size == 8) {
+    auto* word = static_cast<uint64_t*>(target);
+    if (w.opcode == static_cast<uint8_t>(prm::send_opcode::atomic_fa)) return fetch_add_word(word, w.swap_add);
+    if (w.opcode == static_cast<uint8_t>(prm::send_opcode::atomic_cs)) {
+      return compare_swap_word(word, w.compare, w.swap_add);
+    }
+    return rmw(word, w);
+  }
   return rmw(static_cast<uint32_t*>(target), w);
 }
 

@@ -40,6 +40,21 @@ inline void place_piece(uint8_t* to, const uint8_t* from, uint32_t n) {
 // Copies `length` bytes from `from` into dst[0..nd).
 void copy_scatter(const uint8_t* from, uint64_t length, const dst_piece* dst, uint32_t nd);
 
+// An 8-byte fetch-and-add and compare-and-swap on a target word, each one read-modify-write
+// instruction; they return the word's value before. Why not a compare-and-swap loop that
+// reads the word first: when another core holds the line (a receiver spinning on its
+// signal word), the read brings it in shared and the swap must then take it exclusive, two
+// transfers where one does. Still atomic against every other soft-NIC atomic on the word
+// (the masked ones stay CAS loops): each is one atomic instruction on it.
+inline uint64_t fetch_add_word(uint64_t* target, uint64_t add) {
+  return __atomic_fetch_add(target, add, __ATOMIC_ACQ_REL);
+}
+inline uint64_t compare_swap_word(uint64_t* target, uint64_t compare, uint64_t swap) {
+  uint64_t seen = compare;
+  __atomic_compare_exchange_n(target, &seen, swap, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return seen;  // compare when it swapped, the differing value when not
+}
+
 // Executes the atomic of w on the word at target (aligned to w.atomic_size); returns the
 // original value (host order). Atomic against every other soft-NIC atomic on the word.
 uint64_t execute_atomic(const parsed_wqe& w, void* target);

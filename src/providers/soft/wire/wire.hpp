@@ -141,7 +141,7 @@ class endpoint {
                           uint32_t len);
   // The same for an 8-byte fetch-and-add (cs false: adds swap_add) or compare-and-swap
   // (cs true) on the word at raddr, aligned, under a grant with remote atomic and write
-  // rights, done as every soft-NIC atomic is (one compare-and-swap on the word, host
+  // rights, done as execute_atomic does it (one atomic instruction on the word, host
   // order): *old gets the word's value before it.
   bool atomic_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, bool cs, uint64_t swap_add,
                            uint64_t compare, uint64_t* old);

@@ -28,7 +28,6 @@
 #include "../engine/wqe_parse.hpp"
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
-#include "gdaki/device/arch.hpp"
 #include "gdaki/verbs/mr.hpp"
 #include "shm_map.hpp"
 #include "stream_copy.hpp"
@@ -406,17 +405,8 @@ bool endpoint::atomic_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, 
       pinned_target(qp, pin, rkey, raddr, 8, verbs::access::remote_atomic | verbs::access::remote_write);
   if (to == nullptr) return false;
   auto* word = reinterpret_cast<uint64_t*>(to);
-  for (;;) {
-    const uint64_t was = dev::arch::load_acquire(word);
-    if (cs && was != compare) {
-      *old = was;
-      return true;
-    }
-    if (dev::arch::compare_swap(word, was, cs ? swap_add : was + swap_add)) {
-      *old = was;
-      return true;
-    }
-  }
+  *old = cs ? compare_swap_word(word, compare, swap_add) : fetch_add_word(word, swap_add);
+  return true;
 }
 
 issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {
