@@ -220,13 +220,14 @@ bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32_t len,
 // messages are made of, each in one WQEBB: an RDMA WRITE of one pointer or inline data
 // segment of at most endpoint::short_write_max bytes, an 8-byte fetch-and-add or
 // compare-and-swap (a signal, a counter), and a NOP (a flush), into peer MRs this QP has
-// mapped. The general loop (parse, precheck, copy_mapped) spent ~500 instructions on
-// each; this a fifth of that (docs/performance.md). It takes a WQE only when every check
-// the general path makes passes (the producer's count, wqe_index, DS, the inline size,
-// the local key's PD, rights and range, the grant's rights and range, the atomic's
-// alignment), writes the same CQE, and stops at the first WQE of another shape or that
-// fails a check: the general loop takes that one and reports what is wrong with its usual
-// syndrome. The caller holds exec_mu and the key table's shared lock, and nothing of the
+// mapped. With it the NIC model's part of an 8-byte WRITE rung on its own went from ~725
+// instructions (general parse, precheck, copy_mapped, the issue loop) to ~535
+// (callgrind; docs/performance.md, "The mapped short path"). It takes a WQE only when
+// every check the general path makes passes (the producer's count, wqe_index, DS, the
+// inline size, the local key's PD, rights and range, the grant's rights and range, the
+// atomic's alignment), writes the same CQE, and stops at the first WQE of another shape
+// or that fails a check: the general loop takes that one and reports what is wrong with
+// its usual syndrome. The caller holds exec_mu and the key table's shared lock, and nothing of the
 // QP is in flight, so no copy overtakes a request (RC order). Returns the WQEs it
 // completed; *cq_overrun when a CQE found the CQ full (the caller moves the QP to ERR).
 uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool* cq_overrun) {
@@ -579,10 +580,10 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   uint32_t st = qp.state.load(std::memory_order_acquire);
   // The commonest case of a remote QP on the shared-memory wire: nothing in flight, not
   // stalled, and its doorbell brought small mapped WRITEs, signals or a flush. They go
-  // straight to run_mapped_short, past the general loop's steps that find nothing to do (retiring
-  // responses, the window, the stall timer): on a stream rung WQE by WQE those cost more
-  // than the copy. Whatever the run leaves (another shape, a check that fails, an error)
-  // goes on below as before.
+  // straight to run_mapped_short, past the general loop's steps that find nothing to do
+  // (retiring responses, the window, the stall timer): on a stream rung WQE by WQE those
+  // cost more than the copy. Whatever the run leaves (another shape, a check that fails,
+  // an error) goes on below as before.
   if (st == state_of(qp_state::rts) && qp.wire_ops.empty() && qp.stall == stall_kind::none &&
       qp.remote.load(std::memory_order_relaxed) && qp.dev->wire->maps_writes(qp)) {
     const uint32_t producer = sq_producer(qp);

@@ -65,9 +65,10 @@ inline void stream_copy(void* dst, const void* src, size_t n) {
 // in a state that favours itself (plain stores leave them in this core's cache, streaming
 // stores in memory), so one copy of the other kind is always measured at a disadvantage:
 // the other kind is tried for `probe` copies in a row at the start of every epoch, and
-// only copies after the first `warm` of a run of one kind are measured. The kind with the lower moving-average cost (ns per KiB) when the epoch
-// starts takes the rest of it; until both are measured, plain stores. Shared by the QPs that copy to the
-// destination: relaxed atomics, since a stale figure only costs some copies a worse choice.
+// only copies after the first `warm` of a run of one kind are measured. The kind with the
+// lower moving-average cost (ns per KiB) when the epoch starts takes the rest of it; until
+// both are measured, plain stores. Shared by the QPs that copy to the destination: relaxed
+// atomics, since a stale figure only costs some copies a worse choice.
 class store_chooser {
  public:
   // The first epoch is short, so a destination gets its kind after a few dozen copies;
@@ -113,13 +114,19 @@ class store_chooser {
 // A large copy to a destination with its chooser, timed when the chooser says so.
 inline void chosen_copy(store_chooser& ch, void* dst, const void* src, size_t n) {
   const store_chooser::choice c = ch.pick();
-  const auto t0 = std::chrono::steady_clock::now();
-  if (c.streaming) {
-    stream_copy(dst, src, n);
-  } else {
-    std::memcpy(dst, src, n);
+  auto copy = [&] {
+    if (c.streaming) {
+      stream_copy(dst, src, n);
+    } else {
+      std::memcpy(dst, src, n);
+    }
+  };
+  if (!c.measure) {
+    copy();  // the clock is read only around the copies the chooser measures
+    return;
   }
-  if (!c.measure) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  copy();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   ch.record(c.streaming, static_cast<uint64_t>(ns), n);
 }
