@@ -89,6 +89,37 @@ int honest_initiator(uint16_t port, int rounds, const char* wire = "auto", bool 
   return 0;
 }
 
+// A peer (spawned) whose first WRITE dials a victim that drops every handshake (the test
+// sets drop_handshakes), so the dial goes on, retrying, for the whole wire_timeout_ms.
+// Meanwhile another thread of it registers and deregisters a buffer. Reports "ok <us of
+// that registration and deregistration> <ms the WRITE took>".
+int dereg_while_dialing(uint16_t port) {
+  use_wire("tcp", 1500);
+  side s(4096);
+  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+  const auto token = random_token();
+  x.send(to_bytes(s.blob(token.data())));
+  const setup_blob t = from_bytes(x.recv());
+  s.connect(t, token.data());
+  std::atomic<long> reg_us{-1};
+  std::vector<uint8_t> other(4096);
+  std::thread meanwhile([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the dial is under way
+    const auto t0 = std::chrono::steady_clock::now();
+    { verbs::mr mr(s.pd, other.data(), other.size(), verbs::access::local_write); }
+    reg_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  });
+  const dev::sge w = sg(s.buf.data(), 64, s.mr.lkey());
+  const auto t0 = std::chrono::steady_clock::now();
+  post_write(*s.ep.h, t.buf, t.rkey, &w, 1);
+  const bool failed = !wait_cqe(s.ep, false).c.ok();
+  const auto write_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  meanwhile.join();
+  x.send(text(failed ? "ok " + std::to_string(reg_us.load()) + " " + std::to_string(write_ms) : "the WRITE completed"));
+  (void)x.recv();
+  return 0;
+}
+
 // A peer (spawned) of another job: its own secret. Tries one WRITE to the victim and
 // reports the CQE's syndrome and what its log said.
 int other_job_initiator(uint16_t port) {
@@ -147,6 +178,7 @@ const bool g_is_peer = run_as_peer([](const std::string& role, uint16_t port, co
   if (role == "honest_tcp") return honest_initiator(port, std::stoi(arg), "tcp");
   if (role == "honest_frames") return honest_initiator(port, std::stoi(arg), "tcp", true);
   if (role == "other_job") return other_job_initiator(port);
+  if (role == "dereg_while_dialing") return dereg_while_dialing(port);
   return 3;
 });
 
@@ -912,6 +944,26 @@ TEST(security, a_new_peer_whose_handshake_the_server_drops_dials_again_until_its
   EXPECT_LT(tries, 100u) << "with a growing pause between tries";
   EXPECT_TRUE(v.untouched(4096));
   EXPECT_GT(honest_run(v, 2, "honest_tcp"), 0) << "served again once the server accepts";
+}
+
+TEST(security, a_dial_to_a_peer_that_drops_handshakes_keeps_no_deregistration_waiting) {
+  // A peer's first WQE dials a victim that sheds every handshake, so its dial retries for
+  // the whole wire_timeout_ms (1.5 s). The executor dials before it takes the key table's
+  // shared lock: a registration and deregistration of another buffer in that process,
+  // 0.2 s into the dial, finish at once. When the dial ran under the lock (issue()), they
+  // waited for the rest of it: about 1.3 s.
+  use_wire("tcp");
+  victim v;
+  wp::test_hooks::drop_handshakes = 1'000'000;
+  long write_ms = -1;
+  const long reg_us = honest_run(v, 0, "dereg_while_dialing", nullptr, &write_ms);
+  wp::test_hooks::drop_handshakes = 0;
+  std::printf("a registration and deregistration during the dial: %ld us; the WRITE failed after %ld ms\n", reg_us,
+              write_ms);
+  ASSERT_GE(reg_us, 0) << "the peer's WRITE must fail: every handshake was dropped";
+  EXPECT_GE(write_ms, 1000) << "the dial must have gone on for about wire_timeout_ms";
+  EXPECT_LT(reg_us, 300'000) << "the deregistration waited for the dial";
+  EXPECT_TRUE(v.untouched());
 }
 
 TEST(security, peers_that_have_not_proved_the_secret_get_a_bounded_share_of_the_io_thread) {

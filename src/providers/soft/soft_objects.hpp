@@ -161,6 +161,9 @@ struct soft_qp : verbs::provider_object {
   uint32_t wire_psn = 0;
   std::shared_ptr<wire::client_conn> wire_conn;
   bool wire_bound = false;
+  // The executor's dial before this issue batch (outside the key table's lock) failed:
+  // issue() fails the WQE at once instead of dialling again under the lock.
+  bool wire_dial_failed = false;
   // The peer MRs this QP copies into itself (the shared-memory wire's mapped path), and
   // its copies so far (a liveness check every 256).
   std::vector<std::shared_ptr<shm::mapping>> wire_maps;

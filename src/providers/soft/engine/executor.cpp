@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <shared_mutex>
+#include <string>
 
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
@@ -396,7 +397,16 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
     // issue batch (the mapped path issues a WQE in well under a microsecond), released
     // before step 3 waits (poll() takes it again, and deregistration must not wait on us).
     std::shared_lock<key_lock> keys_lock;
-    if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) keys_lock = std::shared_lock(keys().lock());
+    const bool to_issue = ((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0;
+    // A QP that has no connection yet dials before it takes the key table's lock: a dial
+    // to a peer that sheds handshakes may take wire_timeout_ms, and a deregistration (which
+    // takes that lock exclusively) must not wait for it. A failed dial fails the next WQE
+    // that issue() sees, as a failed dial there did.
+    if (to_issue && ops.empty() && qp.dev->wire->needs_connection(qp)) {
+      std::string why;
+      qp.wire_dial_failed = !qp.dev->wire->connect(qp, &why);
+    }
+    if (to_issue) keys_lock = std::shared_lock(keys().lock());
     while (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) {
       if (issued == budget) {
         res.pending = true;
@@ -488,6 +498,7 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       res.worked = true;
     }
     if (keys_lock.owns_lock()) keys_lock.unlock();
+    qp.wire_dial_failed = false;  // a later batch dials again
     // Nothing of ours in flight: done, unless the connection held our next WQE back (a
     // bind waits for responses owed to other QPs, or their requests fill the window);
     // then we read those responses too, or nobody might.

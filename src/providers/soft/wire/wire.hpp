@@ -117,6 +117,14 @@ class endpoint {
   // holds qp.exec_mu and the key table's shared lock (so the local buffers stay
   // registered while payload bytes are sent).
   issue_status issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op);
+  // Whether qp has no live connection to its peer yet (or its connection died), and
+  // connect() dials one and binds it to qp (false with *why when none could be made).
+  // The executor calls connect() before it takes the key table's shared lock: a dial and
+  // handshake may take up to config::wire_timeout_ms (a flooded peer sheds handshakes and
+  // the client tries again), and no deregistration may wait for that. The caller holds
+  // qp.exec_mu and nothing of qp is in flight.
+  bool needs_connection(const soft_qp& qp) const;
+  bool connect(soft_qp& qp, std::string* why);
   // Moves WRITE or READ w with one memcpy through a mapping of the target's MR that qp
   // already holds (an earlier issue() mapped it), when its connection is alive. Returns
   // copied (the WQE completed without error), dead (the peer is gone: the connection is

@@ -409,6 +409,25 @@ bool endpoint::atomic_mapped_short(soft_qp& qp, mapped_pin& pin, uint32_t rkey, 
   return true;
 }
 
+bool endpoint::needs_connection(const soft_qp& qp) const {
+  const client_conn* c = qp.wire_conn.get();
+  return c == nullptr || c->dead.load(std::memory_order_acquire);
+}
+
+bool endpoint::connect(soft_qp& qp, std::string* why) {
+  if (!listening_.load(std::memory_order_acquire) && !listen(why)) return false;
+  // The executor retires every op of a dead connection (fatal) before it issues again, so
+  // nothing of this QP is in flight on the old one.
+  address a;
+  std::memcpy(a.data(), qp.attr.av.dgid, 16);
+  std::shared_ptr<client_conn> c = client(a, why);
+  if (!c) return false;
+  qp.wire_conn = std::move(c);
+  qp.wire_bound = false;
+  qp.wire_maps.clear();  // mappings belong to the old connection
+  return true;
+}
+
 issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe& w, const std::shared_ptr<wire_op>& op) {
   auto finish_now = [&op](outcome o) {
     op->result = o;
@@ -416,19 +435,14 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     return issue_status::now;
   };
   std::string why;
-  if (!listening_.load(std::memory_order_acquire) && !listen(&why)) return finish_now({outcome::fatal});
-  std::shared_ptr<client_conn> c = qp.wire_conn;
-  if (!c || c->dead.load(std::memory_order_acquire)) {
-    // The executor retires every op of a dead connection (fatal) before it issues again,
-    // so nothing of this QP is in flight on the old one.
-    address a;
-    std::memcpy(a.data(), qp.attr.av.dgid, 16);
-    c = client(a, &why);
-    if (!c) return finish_now({outcome::fatal});  // nobody listens there: the peer is gone
-    qp.wire_conn = c;
-    qp.wire_bound = false;
-    qp.wire_maps.clear();  // mappings belong to the old connection
+  if (needs_connection(qp)) {
+    // The executor dialled already, before it took the key table's lock, and failed: the
+    // peer is gone (or nobody listens there). Otherwise dial now.
+    const bool failed = qp.wire_dial_failed;
+    qp.wire_dial_failed = false;
+    if (failed || !connect(qp, &why)) return finish_now({outcome::fatal});
   }
+  std::shared_ptr<client_conn> c = qp.wire_conn;
   // Same host, the peer's MR in alloc_shared() memory: copy it ourselves. Only when every
   // earlier WQE of this QP has completed, so the copy cannot overtake one still on the
   // wire (RC order). A mapping this QP used before needs no lock (the QP's own cache);
