@@ -60,10 +60,7 @@ int honest_initiator(uint16_t port, int rounds, const char* wire = "auto", bool 
   use_wire(wire);
   side s(1u << 16);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const auto token = random_token();
-  x.send(to_bytes(s.blob(token.data())));
-  const setup_blob t = from_bytes(x.recv());
-  s.connect(t, token.data());
+  const setup_blob t = s.join(x);
   std::memset(s.buf.data(), 0x11, 4096);
   const dev::sge w = sg(s.buf.data(), 4096, s.mr.lkey());
   const dev::sge r = sg(s.buf.data() + 8192, 4096, s.mr.lkey());
@@ -97,10 +94,7 @@ int dereg_while_dialing(uint16_t port) {
   use_wire("tcp", 1500);
   side s(4096);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const auto token = random_token();
-  x.send(to_bytes(s.blob(token.data())));
-  const setup_blob t = from_bytes(x.recv());
-  s.connect(t, token.data());
+  const setup_blob t = s.join(x);
   std::atomic<long> reg_us{-1};
   std::vector<uint8_t> other(4096);
   std::thread meanwhile([&] {
@@ -128,10 +122,7 @@ int other_job_initiator(uint16_t port) {
   gdaki::soft::set_secret(other.data(), other.size());
   side s(4096);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const auto token = random_token();
-  x.send(to_bytes(s.blob(token.data())));
-  const setup_blob t = from_bytes(x.recv());
-  s.connect(t, token.data());
+  const setup_blob t = s.join(x);
   const dev::sge w = sg(s.buf.data(), 64, s.mr.lkey());
   post_write(*s.ep.h, t.buf, t.rkey, &w, 1);
   const got g = wait_cqe(s.ep, false);
@@ -148,10 +139,7 @@ int reader(uint16_t port) {
   use_wire("shm");
   side s(1u << 16);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const auto token = random_token();
-  x.send(to_bytes(s.blob(token.data())));
-  const setup_blob t = from_bytes(x.recv());
-  s.connect(t, token.data());
+  const setup_blob t = s.join(x);
   bool ok = true;
   for (int i = 0; i < 2 && ok; ++i) {
     const dev::sge r = sg(s.buf.data(), 4096, s.mr.lkey());

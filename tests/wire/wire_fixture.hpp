@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,6 +111,74 @@ struct side {
     verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, token));
     ep.export_handles(true);
   }
+  // The rendezvous as the side that speaks first: sends its blob with a fresh token,
+  // receives the peer's and connects to it. Returns the peer's blob.
+  setup_blob join(oob::tcp_exchange& x) {
+    const auto token = random_token();
+    x.send(to_bytes(blob(token.data())));
+    const setup_blob peer = from_bytes(x.recv());
+    connect(peer, token.data());
+    return peer;
+  }
+};
+
+// FNV-1a of n bytes: how the mapped-path tests compare a target's bytes with theirs.
+inline uint64_t fnv(const uint8_t* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// The target of a mapped-path test (the shared-memory wire): soft0, one QP, and a zeroed
+// buffer from soft::alloc_shared (so peers may map it) registered with every right.
+// Construct it after use_wire. meet() answers an initiator's side::join; answer() serves
+// the queries every such test asks, "hash OFF LEN" (fnv() of LEN bytes at OFF) and "word
+// OFF" (the 8 bytes at OFF, in decimal), and returns false for any other command.
+struct shared_target {
+  verbs::device dev = verbs::device::open("soft0");
+  verbs::pd pd{dev};
+  endpoint ep;
+  size_t bytes;
+  uint8_t* buf;
+  std::unique_ptr<verbs::mr> mr;
+  explicit shared_target(size_t n) : bytes(n), buf(static_cast<uint8_t*>(gdaki::soft::alloc_shared(n))) {
+    std::memset(buf, 0, n);
+    ep.create(dev, pd, {});
+    mr = std::make_unique<verbs::mr>(pd, buf, n, verbs::access::all);
+  }
+  ~shared_target() {
+    mr.reset();
+    gdaki::soft::free_shared(buf);
+  }
+  shared_target(const shared_target&) = delete;
+  shared_target& operator=(const shared_target&) = delete;
+  void meet(oob::tcp_exchange& x) {
+    const setup_blob peer = from_bytes(x.recv());
+    verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
+    ep.export_handles(true);
+    setup_blob mine{};
+    const auto a = gdaki::soft::local_address(dev);
+    std::memcpy(mine.address, a.data(), 16);
+    mine.qpn = ep.qp.qpn();
+    mine.rkey = mr->rkey();
+    mine.buf = reinterpret_cast<uint64_t>(buf);
+    x.send(to_bytes(mine));
+  }
+  bool answer(const std::string& cmd, oob::tcp_exchange& x) {
+    if (cmd.rfind("word ", 0) == 0) {
+      uint64_t v = 0;
+      std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
+      x.send(text(std::to_string(v)));
+      return true;
+    }
+    if (cmd.rfind("hash ", 0) == 0) {
+      const size_t sp = cmd.find(' ', 5);
+      const size_t off = std::stoul(cmd.substr(5, sp - 5)), len = std::stoul(cmd.substr(sp + 1));
+      x.send(text(std::to_string(fnv(buf + off, len))));
+      return true;
+    }
+    return false;
+  }
 };
 
 // Forks a peer that runs fn(port) and exits with its return value. The parent gets the
@@ -170,5 +239,37 @@ inline int reap(pid_t pid) {
   ::waitpid(pid, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+// The initiator of a test whose target is a forked process that answers commands: the
+// OOB listener, the target's pid, this side and the target's blob. fork_target() first
+// (before any device is open here), then the caller's configuration, then meet().
+struct forked_initiator {
+  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
+  pid_t child = -1;
+  std::unique_ptr<side> s;
+  setup_blob t{};
+
+  template <class Target>
+  void fork_target(Target target_main) {
+    child = fork_peer(srv.port(), target_main);
+  }
+  // Opens this side with `bytes` of buffer, byte i set to fill(i), and meets the target.
+  template <class Fill>
+  void meet(size_t bytes, Fill fill) {
+    s = std::make_unique<side>(bytes);
+    for (size_t i = 0; i < s->buf.size(); ++i) s->buf[i] = fill(i);
+    srv.accept();
+    t = s->join(srv);
+  }
+  std::string ask(const std::string& cmd) {
+    srv.send(text(cmd));
+    return text(srv.recv(30000));
+  }
+  // Says "bye" and returns the target's exit status.
+  int finish() {
+    srv.send(text("bye"));
+    return reap(child);
+  }
+};
 
 }  // namespace wire_test

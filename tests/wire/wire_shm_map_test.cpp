@@ -31,104 +31,55 @@ constexpr size_t target_bytes = 1u << 20;
 
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 31 + 5); }
 
-// FNV-1a of n bytes: what "hash" answers for the target's bytes.
-uint64_t fnv(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-// The target: its buffer from alloc_shared, registered; serves until "bye". "dereg"
-// deregisters the MR; "check N" verifies that the first N bytes are pattern(i) and the
-// rest are still zero; "word N" answers the 8 bytes at offset N; "hash OFF LEN" answers
-// fnv() of LEN bytes at offset OFF; "reg_no_atomic"
-// registers the buffer again without remote atomic and answers the new rkey.
+// The target (shared_target: "word N" and "hash OFF LEN" look at its buffer), until "bye".
+// "dereg" deregisters the MR; "check N" verifies that the first N bytes are pattern(i)
+// and the rest are still zero; "qp_err" moves its QP to ERR; "reg_no_atomic" registers
+// the buffer again without remote atomic and answers the new rkey.
 int target_main(uint16_t port) {
   use_wire("shm");
-  verbs::device dev = verbs::device::open("soft0");
-  verbs::pd pd(dev);
-  endpoint ep;
-  ep.create(dev, pd, {});
-  auto* buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(target_bytes));
-  auto mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::all);
+  shared_target tg(target_bytes);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const setup_blob peer = from_bytes(x.recv());
-  verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
-  ep.export_handles(true);
-  setup_blob mine{};
-  const auto a = gdaki::soft::local_address(dev);
-  std::memcpy(mine.address, a.data(), 16);
-  mine.qpn = ep.qp.qpn();
-  mine.rkey = mr->rkey();
-  mine.buf = reinterpret_cast<uint64_t>(buf);
-  x.send(to_bytes(mine));
+  tg.meet(x);
   for (;;) {
     const std::string cmd = text(x.recv(60000));
     if (cmd == "bye") break;
+    if (tg.answer(cmd, x)) continue;
     if (cmd == "dereg") {
-      mr.reset();
+      tg.mr.reset();
       x.send(text("ok"));
     } else if (cmd == "qp_err") {
-      ep.qp.to_err();
+      tg.ep.qp.to_err();
       x.send(text("ok"));
     } else if (cmd == "reg_no_atomic") {
       // The same memory registered again without remote atomic; answers the new rkey.
-      mr.reset();
-      mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::local_write | verbs::access::remote_write |
-                                                                  verbs::access::remote_read);
-      x.send(text(std::to_string(mr->rkey())));
-    } else if (cmd.rfind("word ", 0) == 0) {
-      uint64_t v = 0;
-      std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
-      x.send(text(std::to_string(v)));
-    } else if (cmd.rfind("hash ", 0) == 0) {
-      const size_t sp = cmd.find(' ', 5);
-      const size_t off = std::stoul(cmd.substr(5, sp - 5)), len = std::stoul(cmd.substr(sp + 1));
-      x.send(text(std::to_string(fnv(buf + off, len))));
+      tg.mr.reset();
+      tg.mr = std::make_unique<verbs::mr>(tg.pd, tg.buf, target_bytes, verbs::access::local_write |
+                                                                       verbs::access::remote_write |
+                                                                       verbs::access::remote_read);
+      x.send(text(std::to_string(tg.mr->rkey())));
     } else if (cmd.rfind("check ", 0) == 0) {
       const size_t n = std::stoul(cmd.substr(6));
       bool ok = true;
-      for (size_t i = 0; i < target_bytes && ok; ++i) ok = buf[i] == (i < n ? pattern(i) : 0);
+      for (size_t i = 0; i < target_bytes && ok; ++i) ok = tg.buf[i] == (i < n ? pattern(i) : 0);
       x.send(text(ok ? "ok" : "bad"));
     }
   }
-  mr.reset();
-  gdaki::soft::free_shared(buf);
   return 0;
 }
 
-struct initiator {
-  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
-  pid_t child = -1;
-  std::unique_ptr<side> s;
-  setup_blob t{};
-
+struct initiator : forked_initiator {
   explicit initiator(bool shm_map, uint32_t timeout_ms = 2000) {
-    child = fork_peer(srv.port(), [](uint16_t port) { return target_main(port); });
+    fork_target([](uint16_t port) { return target_main(port); });
     use_wire("shm", timeout_ms);
     gdaki::soft::config c = gdaki::soft::get_config();
     c.shm_map = shm_map;
     gdaki::soft::set_config(c);
-    s = std::make_unique<side>(target_bytes);
-    for (size_t i = 0; i < s->buf.size(); ++i) s->buf[i] = pattern(i);
-    srv.accept();
-    const auto token = random_token();
-    srv.send(to_bytes(s->blob(token.data())));
-    t = from_bytes(srv.recv());
-    s->connect(t, token.data());
+    meet(target_bytes, pattern);
   }
   ~initiator() {
     gdaki::soft::config c = gdaki::soft::get_config();
     c.shm_map = true;
     gdaki::soft::set_config(c);
-  }
-  std::string ask(const std::string& cmd) {
-    srv.send(text(cmd));
-    return text(srv.recv(30000));
-  }
-  int finish() {
-    srv.send(text("bye"));
-    return reap(child);
   }
 };
 

@@ -26,94 +26,46 @@ namespace {
 
 constexpr size_t target_bytes = 1u << 20;
 
-// FNV-1a of n bytes: what "hash" answers for the target's bytes.
-uint64_t fnv(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-// The target: a zeroed buffer from alloc_shared, and a 4 KiB one of 8-byte words (signals),
-// each registered with every right, served until "bye". "hash OFF LEN" answers fnv() of
-// LEN bytes of the buffer at OFF; "word OFF" its 8 bytes at OFF; "sig" the signal window's
-// address and rkey; "sigword I" its I-th word; "dereg_both" deregisters both.
+// The target (shared_target, whose "hash" and "word" look at its buffer) with a second,
+// 4 KiB window of 8-byte words (a communicator's signals live in one of their own),
+// registered with every right too. Also: "sig" answers that window's address and rkey,
+// "sigword I" its I-th word, "dereg_both" deregisters both windows and answers how long
+// that took in ms (deregistration waits for peers that hold a mapping in use).
 int target_main(uint16_t port) {
   use_wire("shm");
-  verbs::device dev = verbs::device::open("soft0");
-  verbs::pd pd(dev);
-  endpoint ep;
-  ep.create(dev, pd, {});
-  auto* buf = static_cast<uint8_t*>(gdaki::soft::alloc_shared(target_bytes));
-  std::memset(buf, 0, target_bytes);
-  auto mr = std::make_unique<verbs::mr>(pd, buf, target_bytes, verbs::access::all);
-  // A second, small window (a communicator's signals live in one of their own).
+  shared_target tg(target_bytes);
   auto* sig = static_cast<uint64_t*>(gdaki::soft::alloc_shared(4096));
   std::memset(sig, 0, 4096);
-  auto sig_mr = std::make_unique<verbs::mr>(pd, sig, 4096, verbs::access::all);
+  auto sig_mr = std::make_unique<verbs::mr>(tg.pd, sig, 4096, verbs::access::all);
   oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  const setup_blob peer = from_bytes(x.recv());
-  verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, peer.token));
-  ep.export_handles(true);
-  setup_blob mine{};
-  const auto a = gdaki::soft::local_address(dev);
-  std::memcpy(mine.address, a.data(), 16);
-  mine.qpn = ep.qp.qpn();
-  mine.rkey = mr->rkey();
-  mine.buf = reinterpret_cast<uint64_t>(buf);
-  x.send(to_bytes(mine));
+  tg.meet(x);
   for (;;) {
     const std::string cmd = text(x.recv(60000));
     if (cmd == "bye") break;
+    if (tg.answer(cmd, x)) continue;
     if (cmd == "sig") {
       x.send(text(std::to_string(reinterpret_cast<uint64_t>(sig)) + " " + std::to_string(sig_mr->rkey())));
     } else if (cmd == "dereg_both") {
-      // Deregistration waits for peers that hold a window's mapping in use (up to
-      // shm::revoke_wait_ms): answers how long the two took, in ms.
       const auto t0 = std::chrono::steady_clock::now();
       sig_mr.reset();
-      mr.reset();
+      tg.mr.reset();
       const auto ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
       x.send(text(std::to_string(ms)));
     } else if (cmd.rfind("sigword ", 0) == 0) {
       x.send(text(std::to_string(sig[std::stoul(cmd.substr(8))])));
-    } else if (cmd.rfind("word ", 0) == 0) {
-      uint64_t v = 0;
-      std::memcpy(&v, buf + std::stoul(cmd.substr(5)), 8);
-      x.send(text(std::to_string(v)));
-    } else if (cmd.rfind("hash ", 0) == 0) {
-      const size_t sp = cmd.find(' ', 5);
-      const size_t off = std::stoul(cmd.substr(5, sp - 5)), len = std::stoul(cmd.substr(sp + 1));
-      x.send(text(std::to_string(fnv(buf + off, len))));
     }
   }
-  sig_mr.reset();  // (both already gone after "dereg_both")
+  sig_mr.reset();
   gdaki::soft::free_shared(sig);
-  mr.reset();
-  gdaki::soft::free_shared(buf);
   return 0;
 }
 
-struct initiator {
-  oob::tcp_exchange srv = oob::tcp_exchange::listen("127.0.0.1");
-  pid_t child = -1;
-  std::unique_ptr<side> s;
-  setup_blob t{};
-
+struct initiator : forked_initiator {
   initiator() {
-    child = fork_peer(srv.port(), [](uint16_t port) { return target_main(port); });
+    fork_target([](uint16_t port) { return target_main(port); });
     use_wire("shm");
-    s = std::make_unique<side>(target_bytes);
-    for (size_t i = 0; i < s->buf.size(); ++i) s->buf[i] = static_cast<uint8_t>(i * 31 + 5);
-    srv.accept();
-    const auto token = random_token();
-    srv.send(to_bytes(s->blob(token.data())));
-    t = from_bytes(srv.recv());
-    s->connect(t, token.data());
-  }
-  std::string ask(const std::string& cmd) {
-    srv.send(text(cmd));
-    return text(srv.recv(30000));
+    meet(target_bytes, [](size_t i) { return static_cast<uint8_t>(i * 31 + 5); });
   }
   std::string hash(size_t off, size_t len) { return ask("hash " + std::to_string(off) + " " + std::to_string(len)); }
   std::string word(size_t off) { return ask("word " + std::to_string(off)); }
@@ -124,10 +76,6 @@ struct initiator {
     post_write(*s->ep.h, t.buf, t.rkey, &g, 1);
     const got c = wait_cqe(s->ep, false);
     ASSERT_TRUE(c.ok && c.c.ok()) << "the priming WRITE failed";
-  }
-  int finish() {
-    srv.send(text("bye"));
-    return reap(child);
   }
 };
 
