@@ -1102,10 +1102,16 @@ class cpu_layout {
   void peers_side() const {
     if (split_) (void)::sched_setaffinity(0, sizeof(peers_), &peers_);
   }
-  // Called by each attacker thread first.
+  // Called by each attacker thread first. With GDAKI_SECURITY_ATTACKERS_ON_VICTIM_CPU set,
+  // on the victim's CPU (still at idle priority: they get only the time its threads
+  // leave), so nothing of the attack runs on the honest peers' CPUs.
   void attacker() const {
     idle();
-    peers_side();
+    if (attackers_on_victim_ && split_) {
+      (void)::sched_setaffinity(0, sizeof(victim_), &victim_);
+    } else {
+      peers_side();
+    }
   }
   // The flood test's decoy: the victim's CPU, at idle priority (it never delays the
   // victim's threads, and gets the time they leave).
@@ -1114,9 +1120,11 @@ class cpu_layout {
     if (split_) (void)::sched_setaffinity(0, sizeof(victim_), &victim_);
   }
   std::string describe() const {
-    return split_ ? "victim on a CPU of its own, honest peers and attackers on the other " +
-                        std::to_string(CPU_COUNT(&peers_)) + ", a SCHED_IDLE spinner on each"
-                  : "one CPU shared by the victim, the honest peers and the attackers";
+    if (!split_) return "one CPU shared by the victim, the honest peers and the attackers";
+    return attackers_on_victim_ ? "victim and attackers on one CPU, honest peers on the other " +
+                                      std::to_string(CPU_COUNT(&peers_)) + ", a SCHED_IDLE spinner on each"
+                                : "victim on a CPU of its own, honest peers and attackers on the other " +
+                                      std::to_string(CPU_COUNT(&peers_)) + ", a SCHED_IDLE spinner on each";
   }
 
  private:
@@ -1126,6 +1134,7 @@ class cpu_layout {
   }
   cpu_set_t before_{}, victim_{}, peers_{};
   bool split_ = false;
+  bool attackers_on_victim_ = std::getenv("GDAKI_SECURITY_ATTACKERS_ON_VICTIM_CPU") != nullptr;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> spinners_;
 };
@@ -1219,7 +1228,8 @@ TEST(security, an_honest_peer_is_served_during_a_flood_of_bad_handshakes_and_gue
   // the unix socket; a TCP handshake flood can starve new TCP connections, docs/soft-nic.md)
   // and its set-up is timed. The times are printed (median, min, max of the interleaved
   // runs, and a JSON line): a measurement, not a bound (docs/soft-nic.md, Security,
-  // Availability). GDAKI_SECURITY_FLOOD_RUNS sets the number of run pairs (default 3).
+  // Availability). GDAKI_SECURITY_FLOOD_RUNS sets the number of run pairs (default 3);
+  // GDAKI_SECURITY_ATTACKERS_ON_VICTIM_CPU puts the attackers on the victim's CPU (cpu_layout).
   const cpu_layout cpus;
   use_wire("auto");  // the guesser's pair is on the unix socket; an earlier test may have chosen TCP only
   victim v;
