@@ -113,10 +113,7 @@ std::shared_ptr<soft_qp> qp_table::find(uint32_t qpn) {
   return it == map_.end() ? nullptr : it->second;
 }
 
-key_table& keys() {
-  static key_table t;
-  return t;
-}
+constinit key_table g_key_table;
 qp_table& qps() {
   static qp_table t;
   return t;

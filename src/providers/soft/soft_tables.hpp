@@ -72,7 +72,10 @@ class qp_table {
   std::unordered_map<uint32_t, std::shared_ptr<soft_qp>> map_;
 };
 
-key_table& keys();
+// The process's key table: constant-initialized (no guard to test on every WQE), so it
+// is also destroyed after every object that was built at run time.
+extern key_table g_key_table;
+inline key_table& keys() { return g_key_table; }
 qp_table& qps();
 uint32_t next_pdn();
 uint32_t next_cqn();

@@ -563,8 +563,15 @@ void enter_error_locked_resp(soft_qp& qp) {
 }
 
 bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
-  if (qp.dead.load(std::memory_order_acquire)) return false;
   const uint32_t st = qp.state.load(std::memory_order_acquire);
+  // The commonest answer first, from the loads it needs alone: an RTS QP whose doorbell
+  // record shows nothing past sq_ci_seen, and no responses the caller could collect (it
+  // has no clock, or none are in flight). The ringing thread asks after every run.
+  if (st == state_of(qp_state::rts) && (now == 0 || !qp.wire_busy.load(std::memory_order_acquire)) &&
+      sq_producer(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff)) {
+    return false;
+  }
+  if (qp.dead.load(std::memory_order_acquire)) return false;
   const bool err = st == state_of(qp_state::err);
   if (err && dbr_rcv(qp) != (qp.rq_ci_seen.load(std::memory_order_acquire) & 0xffff)) return true;
   if (!err && st != state_of(qp_state::rts)) return false;
