@@ -205,14 +205,17 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
 // Whether [addr, addr + len) lies in the MR lkey names, live, in qp's PD and, if
 // need_write, with LOCAL_WRITE, as local_keys_ok checks it: from the QP's cache while no
 // MR has been deregistered since it was filled. Caller holds the key table's shared lock.
-bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32_t len, bool need_write) {
-  soft_qp::local_key_cache& c = qp.local_key;
+// (The cache miss, a table lookup, out of line: the hit is a few instructions inline.)
+[[gnu::noinline]] bool refill_local_key(soft_qp& qp, uint32_t lkey, uint64_t generation) {
+  const mr_entry* e = keys().find(lkey, false);
+  if (e == nullptr || e->pdn != qp.pd->pdn) return false;
+  qp.local_key = {lkey, generation, e->addr, e->length, e->access};
+  return true;
+}
+inline bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32_t len, bool need_write) {
+  const soft_qp::local_key_cache& c = qp.local_key;
   const uint64_t generation = keys().generation();
-  if (c.lkey != lkey || c.generation != generation) {
-    const mr_entry* e = keys().find(lkey, false);
-    if (e == nullptr || e->pdn != qp.pd->pdn) return false;
-    c = {lkey, generation, e->addr, e->length, e->access};
-  }
+  if ((c.lkey != lkey || c.generation != generation) && !refill_local_key(qp, lkey, generation)) return false;
   if (need_write && !(c.access & verbs::access::local_write)) return false;
   return addr >= c.addr && len <= c.length && addr - c.addr <= c.length - len;
 }
