@@ -225,7 +225,7 @@ inline bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32
 // segment of at most endpoint::short_write_max bytes, an 8-byte fetch-and-add or
 // compare-and-swap (a signal, a counter), and a NOP (a flush), into peer MRs this QP has
 // mapped. With it the NIC model's part of an 8-byte WRITE rung on its own went from ~725
-// instructions (general parse, precheck, copy_mapped, the issue loop) to ~535
+// instructions (general parse, precheck, copy_mapped, the issue loop) to ~465
 // (callgrind; docs/performance.md, "The mapped short path"). It takes a WQE only when
 // every check the general path makes passes (the producer's count, wqe_index, DS, the
 // inline size, the local key's PD, rights and range, the grant's rights and range, the
