@@ -254,11 +254,10 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
       const auto d = r.read<prm::data_seg>(2);
       const uint32_t bc = prm::from_be(d.byte_count);
       const uint32_t len = bc & ~prm::inline_flag;
-      if (len == 0 || len > wire::endpoint::short_write_max) break;
+      if (len == 0 || len > wire::endpoint::short_write_max || !one_segment_write_shape(ds, bc, qp.max_inline)) break;
       const uint8_t* src;
-      uint8_t tmp[2 * 16 - 4];  // the most inline bytes one WQEBB holds
+      uint8_t tmp[2 * 16 - 4];  // the most inline bytes one WQEBB holds (DS 4)
       if ((bc & prm::inline_flag) != 0) {
-        if (2 + prm::inline_ds(len) != ds || len > qp.max_inline || len > sizeof(tmp)) break;
         if (len <= 12) {
           src = r.unit(2) + 4;  // within the data segment's own 16-byte unit
         } else {
@@ -267,7 +266,7 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
         }
       } else {
         const uint64_t laddr = prm::from_be(d.addr);
-        if (ds != 3 || !local_range_cached(qp, prm::from_be(d.lkey), laddr, len, false)) break;
+        if (!local_range_cached(qp, prm::from_be(d.lkey), laddr, len, false)) break;
         src = reinterpret_cast<const uint8_t*>(laddr);
       }
       const auto a = r.read<prm::raddr_seg>(1);

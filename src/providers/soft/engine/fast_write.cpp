@@ -29,12 +29,7 @@ bool try_fast_write(soft_qp& qp, const wqe_reader& r, const parsed_wqe& ctrl, ui
   const bool is_inline = (bc & prm::inline_flag) != 0;
   const uint32_t len = bc & ~prm::inline_flag;
   if (len == 0) return false;  // no key is checked for it: the general path's case
-  if (is_inline) {
-    // One inline segment that ends the WQE exactly, within max_inline (parse_data's rule).
-    if (2 + prm::inline_ds(len) != ctrl.ds || len > qp.max_inline) return false;
-  } else if (ctrl.ds != 3) {
-    return false;  // a gather list: the general path
-  }
+  if (!one_segment_write_shape(ctrl.ds, bc, qp.max_inline)) return false;  // a gather list, a bad inline
   soft_qp* peer = qp.peer.get();  // resolved by the general path's first WQE
   if (peer == nullptr || peer->qpn != qp.attr.dest_qp_num) return false;
   const uint64_t raddr = prm::from_be(a.raddr);

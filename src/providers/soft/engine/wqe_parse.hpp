@@ -90,6 +90,17 @@ void parse_ctrl(const wqe_reader& r, parsed_wqe* w);
 // max_inline, bad masked-atomic opmod) or local_length (atomic result size).
 prm::syndrome parse_segments(const wqe_reader& r, uint32_t max_inline, parsed_wqe* w);
 
+// Whether an RDMA WRITE of `ds` units whose first data segment has byte_count `bc` (BE
+// decoded) is exactly one data segment in one WQEBB, as parse_data would accept it: a
+// pointer segment ending the WQE (DS 3), or one inline segment that ends the WQE exactly
+// and is within max_inline. The short paths' shape test (parse_one_segment_write,
+// fast_write.cpp, run_mapped_short), one rule for all three.
+inline bool one_segment_write_shape(uint32_t ds, uint32_t bc, uint32_t max_inline) {
+  if ((bc & prm::inline_flag) == 0) return ds == 3;
+  const uint32_t len = bc & ~prm::inline_flag;
+  return 2 + prm::inline_ds(len) == ds && len <= max_inline;
+}
+
 // The commonest WQE, parsed without the general walk: an RDMA WRITE of exactly one data
 // segment (a pointer, or inline bytes within max_inline) in one WQEBB. Fills w (after
 // parse_ctrl) exactly as parse_segments would and returns true; returns false, with w's
@@ -99,14 +110,13 @@ inline bool parse_one_segment_write(const wqe_reader& r, uint32_t max_inline, pa
   if (w->opcode != static_cast<uint8_t>(prm::send_opcode::rdma_write) || w->ds < 3 || w->ds > 4) return false;
   const auto d = r.read<prm::data_seg>(2);
   const uint32_t bc = prm::from_be(d.byte_count);
+  if (!one_segment_write_shape(w->ds, bc, max_inline)) return false;
   gather_entry& e = w->sg[0];
   if (bc & prm::inline_flag) {
     const uint32_t len = bc & ~prm::inline_flag;
-    if (2 + prm::inline_ds(len) != w->ds || len > max_inline) return false;
     e = gather_entry{0, len, 0, 2 * 16 + 4, true};
     w->inline_bytes = len;
   } else {
-    if (w->ds != 3) return false;
     e = gather_entry{prm::from_be(d.addr), bc, prm::from_be(d.lkey), 0, false};
     w->inline_bytes = 0;
   }
