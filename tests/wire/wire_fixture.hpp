@@ -179,6 +179,18 @@ struct shared_target {
     }
     return false;
   }
+  // Connects to the initiator's OOB listener at `port`, meets it, and answers its commands
+  // until "bye": answer()'s own, else `other(cmd, x)` (which sends any reply itself).
+  template <class Other>
+  void serve(uint16_t port, Other other) {
+    oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
+    meet(x);
+    for (;;) {
+      const std::string cmd = text(x.recv(60000));
+      if (cmd == "bye") return;
+      if (!answer(cmd, x)) other(cmd, x);
+    }
+  }
 };
 
 // Forks a peer that runs fn(port) and exits with its return value. The parent gets the

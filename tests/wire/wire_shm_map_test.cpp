@@ -38,12 +38,7 @@ uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 31 + 5); }
 int target_main(uint16_t port) {
   use_wire("shm");
   shared_target tg(target_bytes);
-  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  tg.meet(x);
-  for (;;) {
-    const std::string cmd = text(x.recv(60000));
-    if (cmd == "bye") break;
-    if (tg.answer(cmd, x)) continue;
+  tg.serve(port, [&](const std::string& cmd, oob::tcp_exchange& x) {
     if (cmd == "dereg") {
       tg.mr.reset();
       x.send(text("ok"));
@@ -63,7 +58,7 @@ int target_main(uint16_t port) {
       for (size_t i = 0; i < target_bytes && ok; ++i) ok = tg.buf[i] == (i < n ? pattern(i) : 0);
       x.send(text(ok ? "ok" : "bad"));
     }
-  }
+  });
   return 0;
 }
 

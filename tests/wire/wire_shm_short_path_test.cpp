@@ -37,12 +37,7 @@ int target_main(uint16_t port) {
   auto* sig = static_cast<uint64_t*>(gdaki::soft::alloc_shared(4096));
   std::memset(sig, 0, 4096);
   auto sig_mr = std::make_unique<verbs::mr>(tg.pd, sig, 4096, verbs::access::all);
-  oob::tcp_exchange x = oob::tcp_exchange::connect("127.0.0.1", port);
-  tg.meet(x);
-  for (;;) {
-    const std::string cmd = text(x.recv(60000));
-    if (cmd == "bye") break;
-    if (tg.answer(cmd, x)) continue;
+  tg.serve(port, [&](const std::string& cmd, oob::tcp_exchange& x) {
     if (cmd == "sig") {
       x.send(text(std::to_string(reinterpret_cast<uint64_t>(sig)) + " " + std::to_string(sig_mr->rkey())));
     } else if (cmd == "dereg_both") {
@@ -55,7 +50,7 @@ int target_main(uint16_t port) {
     } else if (cmd.rfind("sigword ", 0) == 0) {
       x.send(text(std::to_string(sig[std::stoul(cmd.substr(8))])));
     }
-  }
+  });
   sig_mr.reset();
   gdaki::soft::free_shared(sig);
   return 0;
