@@ -8,7 +8,8 @@
 // leave neither pinned. (2) What the general path refuses, the short path leaves to it, so
 // the error is the usual one and the target is unchanged: a local key deregistered after
 // the short path cached it, a source outside its MR, an atomic's result into an MR without
-// local write, a misaligned atomic, a WRITE past the grant.
+// local write, a misaligned atomic, a WRITE past the grant, a source that lies in the other
+// MR the local key cache holds.
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -188,6 +189,48 @@ TEST(wire_shm_short_path, puts_with_signals_to_two_windows_alternate_through_it)
   EXPECT_EQ(in.finish(), 0);
 }
 
+// A communicator's put with signal: the WRITE's source and the signal's result buffer are
+// two MRs, so the short path alternates two local keys; its cache holds both, so 20 such
+// puts look each up once (a one-key cache looked one up for every WQE: 40), and every
+// WQE still lands where it should.
+TEST(wire_shm_short_path, puts_with_signals_from_two_local_mrs_look_each_key_up_once) {
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const std::string sig = in.ask("sig");
+  const uint64_t sig_addr = std::stoull(sig.substr(0, sig.find(' ')));
+  const auto sig_rkey = static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)));
+  std::vector<uint64_t> res(64, ~uint64_t{0});
+  verbs::mr res_mr(in.s->pd, res.data(), res.size() * 8, verbs::access::local_write);
+  post_fa(h, sig_addr, sig_rkey, 1, sg(res.data(), 8, res_mr.lkey()));  // maps the signal window
+  ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+  constexpr uint32_t puts = 20;
+  const uint64_t wqes_before = short_path_wqes();
+  const uint64_t lookups_before = gdaki::soft::wire::test_hooks::short_path_key_lookups.load();
+  for (uint32_t i = 0; i < puts; ++i) {
+    const dev::sge g = sg(in.s->buf.data() + 8 * i, 8, in.s->mr.lkey());
+    uint64_t at = acquire(h, 1);
+    dev::prepare_write(h, at, in.t.buf + 1024 + 8 * i, in.t.rkey, &g, 1, prm::ctrl_flags::ce_error_only);
+    dev::sq_mark_ready(h, at, 1);
+    at = acquire(h, 1);
+    dev::prepare_atomic_fa(h, at, sig_addr + 16, sig_rkey, 1, sg(&res[1 + i], 8, res_mr.lkey()),
+                           prm::ctrl_flags::cq_update);
+    dev::sq_mark_ready(h, at, 1);
+  }
+  dev::sq_submit(h);
+  for (uint32_t i = 0; i < puts; ++i) {
+    const got c = wait_cqe(in.s->ep, false);
+    ASSERT_TRUE(c.ok && c.c.ok()) << "signal " << i;
+    EXPECT_EQ(res[1 + i], i) << "signal " << i << "'s original value";
+  }
+  EXPECT_EQ(short_path_wqes() - wqes_before, 2 * puts);
+  EXPECT_LE(gdaki::soft::wire::test_hooks::short_path_key_lookups.load() - lookups_before, 2u)
+      << "the cache did not keep both local keys";
+  EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
+  EXPECT_EQ(in.ask("sigword 2"), std::to_string(puts));
+  EXPECT_EQ(in.finish(), 0);
+}
+
 // One bad WQE after a good one of the same kind (which fills the short path's caches):
 // it fails with `expect`, the target's memory stays as the good one left it, and the QP
 // flushes what follows.
@@ -221,6 +264,16 @@ void run_bad(const std::string& which, syndrome expect) {
     other_mr.reset();
     const dev::sge stale = sg(other.data(), 8, old_lkey);
     post_write(h, in.t.buf + 3072, rkey, &stale, 1);
+  } else if (which == "source_in_the_other_cached_mr") {
+    // Both of the cache's entries filled (the good WRITE's key, then a second MR's), then a
+    // WRITE that names the first key and a source inside the second MR only.
+    other_mr = std::make_unique<verbs::mr>(in.s->pd, other.data(), other.size(), verbs::access::all);
+    const dev::sge g = sg(other.data(), 8, other_mr->lkey());
+    post_write(h, in.t.buf + 2048, rkey, &g, 1);
+    ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
+    ASSERT_EQ(short_path_wqes() - before, 1u) << "the WRITE from the second MR took the short path";
+    const dev::sge wrong = sg(other.data() + 8, 8, lkey);
+    post_write(h, in.t.buf + 3072, rkey, &wrong, 1);
   } else if (which == "source_outside_its_mr") {
     const dev::sge g = sg(src + in.s->buf.size() - 4, 8, lkey);
     post_write(h, in.t.buf + 3072, rkey, &g, 1);
@@ -236,8 +289,8 @@ void run_bad(const std::string& which, syndrome expect) {
   const got e = wait_cqe(in.s->ep, false);
   ASSERT_TRUE(e.ok) << "no CQE for the bad WQE";
   EXPECT_EQ(e.c.syndrome, expect);
-  if (which == "deregistered_lkey") {
-    // The WRITE from the second MR landed at 2048 before it was deregistered.
+  if (which == "deregistered_lkey" || which == "source_in_the_other_cached_mr") {
+    // The WRITE from the second MR landed at 2048 (before it was deregistered).
     EXPECT_EQ(in.hash(2048, 8), std::to_string(fnv(other.data(), 8)));
     EXPECT_EQ(in.hash(3072, 8), std::to_string(fnv(zeros.data(), 8))) << "the stale key's WRITE landed";
   } else {
@@ -255,6 +308,9 @@ void run_bad(const std::string& which, syndrome expect) {
 
 TEST(wire_shm_short_path, a_local_key_deregistered_after_the_short_path_cached_it_fails_with_local_protection) {
   run_bad("deregistered_lkey", syndrome::local_prot);
+}
+TEST(wire_shm_short_path, a_source_in_the_other_cached_mr_fails_with_local_protection) {
+  run_bad("source_in_the_other_cached_mr", syndrome::local_prot);
 }
 TEST(wire_shm_short_path, a_source_outside_its_mr_fails_with_local_protection) {
   run_bad("source_outside_its_mr", syndrome::local_prot);

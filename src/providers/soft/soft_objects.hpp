@@ -139,14 +139,20 @@ struct soft_qp : verbs::provider_object {
   uint32_t retries_used = 0;
   std::atomic<uint64_t> stall_until{0};  // steady-clock ns; 0 = not stalled
   std::shared_ptr<soft_qp> peer;         // cached remote end (dest_qp_num)
-  // The local key the mapped short path (run_mapped_short) last found live in this QP's
-  // PD, its range and rights, and the key table's generation then: while that has not
-  // moved, no MR was deregistered, so a buffer inside the range needs no lookup.
+  // The last two local keys the mapped short path (run_mapped_short) found live in this
+  // QP's PD, their ranges and rights, and the key table's generation then: while that has
+  // not moved, no MR was deregistered, so a buffer inside a cached range needs no lookup.
+  // Two, because a put with signal alternates the source's key and the signal's result
+  // buffer's (one entry missed twice per put: callgrind, docs/performance.md).
   struct local_key_cache {
-    uint32_t lkey = 0;
-    uint64_t generation = ~uint64_t{0};
-    uint64_t addr = 0, length = 0;
-    uint32_t access = 0;
+    struct entry {
+      uint32_t lkey = 0;
+      uint32_t access = 0;
+      uint64_t addr = 0, length = 0;  // length 0: empty
+    };
+    uint64_t generation = ~uint64_t{0};  // of both entries
+    entry e[2];
+    uint32_t victim = 0;  // the entry the next miss refills (the older one)
   } local_key;
   // av names another process: use the wire. Written by modify under exec_mu; the engine
   // reads it without that lock to choose a policy, so it is atomic (TSan, dma restart).

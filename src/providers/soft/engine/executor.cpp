@@ -206,18 +206,37 @@ bool precheck(soft_qp& qp, const wqe_reader& r, parsed_wqe& w, uint64_t index, s
 // need_write, with LOCAL_WRITE, as local_keys_ok checks it: from the QP's cache while no
 // MR has been deregistered since it was filled. Caller holds the key table's shared lock.
 // (The cache miss, a table lookup, out of line: the hit is a few instructions inline.)
-[[gnu::noinline]] bool refill_local_key(soft_qp& qp, uint32_t lkey, uint64_t generation) {
+[[gnu::noinline]] const soft_qp::local_key_cache::entry* refill_local_key(soft_qp& qp, uint32_t lkey,
+                                                                         uint64_t generation) {
+  wire::test_hooks::short_path_key_lookups.fetch_add(1, std::memory_order_relaxed);
   const mr_entry* e = keys().find(lkey, false);
-  if (e == nullptr || e->pdn != qp.pd->pdn) return false;
-  qp.local_key = {lkey, generation, e->addr, e->length, e->access};
-  return true;
+  if (e == nullptr || e->pdn != qp.pd->pdn) return nullptr;
+  soft_qp::local_key_cache& c = qp.local_key;
+  if (c.generation != generation) {
+    c = {};  // filled under another generation: neither entry holds any more
+    c.generation = generation;
+  }
+  soft_qp::local_key_cache::entry& slot = c.e[c.victim];
+  c.victim ^= 1;
+  slot = {lkey, e->access, e->addr, e->length};
+  return &slot;
 }
 inline bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32_t len, bool need_write) {
   const soft_qp::local_key_cache& c = qp.local_key;
   const uint64_t generation = keys().generation();
-  if ((c.lkey != lkey || c.generation != generation) && !refill_local_key(qp, lkey, generation)) return false;
-  if (need_write && !(c.access & verbs::access::local_write)) return false;
-  return addr >= c.addr && len <= c.length && addr - c.addr <= c.length - len;
+  const soft_qp::local_key_cache::entry* x = nullptr;
+  if (c.generation == generation) {
+    // No key is 0 (indexes start at 2): an empty entry matches no lkey a WQE can name
+    // validly, and its length 0 covers no range.
+    if (c.e[0].lkey == lkey) {
+      x = &c.e[0];
+    } else if (c.e[1].lkey == lkey) {
+      x = &c.e[1];
+    }
+  }
+  if (x == nullptr && (x = refill_local_key(qp, lkey, generation)) == nullptr) return false;
+  if (need_write && !(x->access & verbs::access::local_write)) return false;
+  return addr >= x->addr && len <= x->length && addr - x->addr <= x->length - len;
 }
 
 // The mapped short path of a remote QP (the shared-memory wire): a run of the WQEs small

@@ -43,6 +43,10 @@ extern std::atomic<uint64_t> request_sends;
 // do not overlap, as those of one QP never do (exec_mu). Counted, never read, by the
 // library.
 extern std::atomic<uint64_t> short_path_wqes;
+// Key-table lookups the short path made because the QP's local key cache
+// (soft_qp::local_key) did not hold the key: counted on that miss only. Never read by the
+// library.
+extern std::atomic<uint64_t> short_path_key_lookups;
 
 // Set to N: the wire servers of this process close the next N connections that send a
 // hello, without a word, as a server shedding handshakes under a connection flood does
