@@ -17,7 +17,7 @@
 #include "gdaki/providers/soft.hpp"
 #include "gdaki/verbs/provider.hpp"
 #include "gdaki/verbs/qp.hpp"
-#include "exec_lock.hpp"
+#include "spin_lock.hpp"
 #include "soft_memory.hpp"
 
 namespace gdaki::soft {
@@ -60,8 +60,8 @@ struct soft_cq : verbs::provider_object {
   ring_memory dbr_mem;  // the CQ doorbell record, on its own cache line
   prm::cqe64* cqes = nullptr;
   prm::cq_dbrec* dbrec = nullptr;
-  // Producer side, serialised by mu: several QPs may share one CQ.
-  std::mutex mu;
+  // Producer side, serialised by mu: several QPs may share one CQ (spin_lock.hpp).
+  spin_lock mu;
   uint64_t pi = 0;        // CQEs ever written
   uint32_t seen_ci = 0;   // the set_ci read before the last CQE (no overrun-ignore only)
   bool dead = false;      // destroyed: write nothing more
@@ -132,7 +132,7 @@ struct soft_qp : verbs::provider_object {
   // loopback").
 
   // Requester side (the SQ), under exec_mu.
-  alignas(64) exec_lock exec_mu;
+  alignas(64) spin_lock exec_mu;  // the QP's executor (spin_lock.hpp)
   uint64_t sq_ci = 0;                    // WQEBBs consumed
   std::atomic<uint64_t> sq_ci_seen{0};   // copy of sq_ci for lock-free "any work?" checks
   stall_kind stall = stall_kind::none;   // waiting for an RNR or transport retry

@@ -125,10 +125,4 @@ uint64_t execute_atomic(const parsed_wqe& w, void* target) {
   return rmw(static_cast<uint32_t*>(target), w);
 }
 
-void placement_done() {
-  // The soft NIC plays the device here: a release fence so this message's stores are
-  // ordered before the next message's (and before the CQE, which is a release anyway).
-  dev::arch::fence_to_device();
-}
-
 }  // namespace gdaki::soft
