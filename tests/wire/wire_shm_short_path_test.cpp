@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "providers/soft/wire/wire_test_hooks.hpp"
@@ -65,6 +66,33 @@ struct initiator : forked_initiator {
   }
   std::string hash(size_t off, size_t len) { return ask("hash " + std::to_string(off) + " " + std::to_string(len)); }
   std::string word(size_t off) { return ask("word " + std::to_string(off)); }
+  // The target's signal window: its address and rkey.
+  std::pair<uint64_t, uint32_t> signal_window() {
+    const std::string sig = ask("sig");
+    return {std::stoull(sig.substr(0, sig.find(' '))), static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)))};
+  }
+  // `puts` puts with signal behind one doorbell, as a communicator makes them: put i
+  // WRITEs source bytes 8i..8i+7 to the target at 1024 + 8i, then adds 1 to the word at
+  // sig_word, its original value into results[i] (an MR of key res_lkey). Checks every
+  // signal's CQE and original value (the word starts at 0).
+  void puts_with_signal(uint32_t puts, uint64_t sig_word, uint32_t sig_rkey, uint64_t* results, uint32_t res_lkey) {
+    dev::qp_handle& h = *s->ep.h;
+    for (uint32_t i = 0; i < puts; ++i) {
+      const dev::sge g = sg(s->buf.data() + 8 * i, 8, s->mr.lkey());
+      uint64_t at = acquire(h, 1);
+      dev::prepare_write(h, at, t.buf + 1024 + 8 * i, t.rkey, &g, 1, prm::ctrl_flags::ce_error_only);
+      dev::sq_mark_ready(h, at, 1);
+      at = acquire(h, 1);
+      dev::prepare_atomic_fa(h, at, sig_word, sig_rkey, 1, sg(results + i, 8, res_lkey), prm::ctrl_flags::cq_update);
+      dev::sq_mark_ready(h, at, 1);
+    }
+    dev::sq_submit(h);
+    for (uint32_t i = 0; i < puts; ++i) {
+      const got c = wait_cqe(s->ep, false);
+      ASSERT_TRUE(c.ok && c.c.ok()) << "signal " << i;
+      EXPECT_EQ(results[i], i) << "signal " << i << "'s original value";
+    }
+  }
   // The first WRITE to the target asks for the grant over the frame path; after it the
   // target's MR is mapped and the short path can take WQEs.
   void prime() {
@@ -154,32 +182,15 @@ TEST(wire_shm_short_path, small_writes_atomics_and_a_nop_rung_at_once_complete_e
 TEST(wire_shm_short_path, puts_with_signals_to_two_windows_alternate_through_it) {
   initiator in;
   ASSERT_NO_FATAL_FAILURE(in.prime());
-  dev::qp_handle& h = *in.s->ep.h;
-  const std::string sig = in.ask("sig");
-  const uint64_t sig_addr = std::stoull(sig.substr(0, sig.find(' ')));
-  const auto sig_rkey = static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)));
+  const auto [sig_addr, sig_rkey] = in.signal_window();
   const uint32_t lkey = in.s->mr.lkey();
   auto* res = reinterpret_cast<uint64_t*>(in.s->buf.data() + 65536);
   // The first FA asks for the signal window's grant over the frame path.
-  post_fa(h, sig_addr, sig_rkey, 1, sg(res, 8, lkey));
+  post_fa(*in.s->ep.h, sig_addr, sig_rkey, 1, sg(res, 8, lkey));
   ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
   constexpr uint32_t puts = 20;
   const uint64_t before = short_path_wqes();
-  for (uint32_t i = 0; i < puts; ++i) {
-    const dev::sge g = sg(in.s->buf.data() + 8 * i, 8, lkey);
-    uint64_t at = acquire(h, 1);
-    dev::prepare_write(h, at, in.t.buf + 1024 + 8 * i, in.t.rkey, &g, 1, prm::ctrl_flags::ce_error_only);
-    dev::sq_mark_ready(h, at, 1);
-    at = acquire(h, 1);
-    dev::prepare_atomic_fa(h, at, sig_addr + 8, sig_rkey, 1, sg(res + 1 + i, 8, lkey), prm::ctrl_flags::cq_update);
-    dev::sq_mark_ready(h, at, 1);
-  }
-  dev::sq_submit(h);
-  for (uint32_t i = 0; i < puts; ++i) {
-    const got c = wait_cqe(in.s->ep, false);
-    ASSERT_TRUE(c.ok && c.c.ok()) << "signal " << i;
-    EXPECT_EQ(res[1 + i], i) << "signal " << i << "'s original value";
-  }
+  ASSERT_NO_FATAL_FAILURE(in.puts_with_signal(puts, sig_addr + 8, sig_rkey, res + 1, lkey));
   EXPECT_EQ(short_path_wqes() - before, 2 * puts);
   EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
   EXPECT_EQ(in.ask("sigword 1"), std::to_string(puts));
@@ -196,33 +207,15 @@ TEST(wire_shm_short_path, puts_with_signals_to_two_windows_alternate_through_it)
 TEST(wire_shm_short_path, puts_with_signals_from_two_local_mrs_look_each_key_up_once) {
   initiator in;
   ASSERT_NO_FATAL_FAILURE(in.prime());
-  dev::qp_handle& h = *in.s->ep.h;
-  const std::string sig = in.ask("sig");
-  const uint64_t sig_addr = std::stoull(sig.substr(0, sig.find(' ')));
-  const auto sig_rkey = static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)));
+  const auto [sig_addr, sig_rkey] = in.signal_window();
   std::vector<uint64_t> res(64, ~uint64_t{0});
   verbs::mr res_mr(in.s->pd, res.data(), res.size() * 8, verbs::access::local_write);
-  post_fa(h, sig_addr, sig_rkey, 1, sg(res.data(), 8, res_mr.lkey()));  // maps the signal window
+  post_fa(*in.s->ep.h, sig_addr, sig_rkey, 1, sg(res.data(), 8, res_mr.lkey()));  // maps the signal window
   ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok());
   constexpr uint32_t puts = 20;
   const uint64_t wqes_before = short_path_wqes();
   const uint64_t lookups_before = gdaki::soft::wire::test_hooks::short_path_key_lookups.load();
-  for (uint32_t i = 0; i < puts; ++i) {
-    const dev::sge g = sg(in.s->buf.data() + 8 * i, 8, in.s->mr.lkey());
-    uint64_t at = acquire(h, 1);
-    dev::prepare_write(h, at, in.t.buf + 1024 + 8 * i, in.t.rkey, &g, 1, prm::ctrl_flags::ce_error_only);
-    dev::sq_mark_ready(h, at, 1);
-    at = acquire(h, 1);
-    dev::prepare_atomic_fa(h, at, sig_addr + 16, sig_rkey, 1, sg(&res[1 + i], 8, res_mr.lkey()),
-                           prm::ctrl_flags::cq_update);
-    dev::sq_mark_ready(h, at, 1);
-  }
-  dev::sq_submit(h);
-  for (uint32_t i = 0; i < puts; ++i) {
-    const got c = wait_cqe(in.s->ep, false);
-    ASSERT_TRUE(c.ok && c.c.ok()) << "signal " << i;
-    EXPECT_EQ(res[1 + i], i) << "signal " << i << "'s original value";
-  }
+  ASSERT_NO_FATAL_FAILURE(in.puts_with_signal(puts, sig_addr + 16, sig_rkey, &res[1], res_mr.lkey()));
   EXPECT_EQ(short_path_wqes() - wqes_before, 2 * puts);
   EXPECT_LE(gdaki::soft::wire::test_hooks::short_path_key_lookups.load() - lookups_before, 2u)
       << "the cache did not keep both local keys";
