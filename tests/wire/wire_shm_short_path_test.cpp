@@ -69,7 +69,8 @@ struct initiator : forked_initiator {
   // The target's signal window: its address and rkey.
   std::pair<uint64_t, uint32_t> signal_window() {
     const std::string sig = ask("sig");
-    return {std::stoull(sig.substr(0, sig.find(' '))), static_cast<uint32_t>(std::stoul(sig.substr(sig.find(' ') + 1)))};
+    const size_t gap = sig.find(' ');
+    return {std::stoull(sig.substr(0, gap)), static_cast<uint32_t>(std::stoul(sig.substr(gap + 1)))};
   }
   // `puts` puts with signal behind one doorbell, as a communicator makes them: put i
   // WRITEs source bytes 8i..8i+7 to the target at 1024 + 8i, then adds 1 to the word at
