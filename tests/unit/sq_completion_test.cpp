@@ -138,6 +138,42 @@ TEST(sq_completion, tickets_and_sq_wait_survive_wqe_counter_wrap) {
   EXPECT_EQ(h.send_cq->ci, nic.cq_pi);
 }
 
+// sq_test polls only as far as its ticket: with two signalled WQEs completed, testing the
+// first consumes its CQE and leaves the second's in the CQ (it used to drain the CQ, one
+// more look and a call into the NIC's poll hook per test). The next test takes it.
+TEST(sq_completion, sq_test_stops_polling_once_its_ticket_is_settled) {
+  test_qp qp(6, 6);
+  test_nic nic = gdaki_test::make_nic(qp);
+  auto& h = qp.handle;
+  uint64_t a = 0, b = 0;
+  ASSERT_EQ(gdaki::dev::sq_acquire(h, 1, &a, five_s), status::ok);
+  gdaki::dev::prepare_nop(h, a, flags::cq_update);
+  const uint64_t ta = gdaki::dev::sq_commit(h, a, 1);
+  ASSERT_EQ(gdaki::dev::sq_acquire(h, 1, &b, five_s), status::ok);
+  gdaki::dev::prepare_nop(h, b, flags::cq_update);
+  const uint64_t tb = gdaki::dev::sq_commit(h, b, 1);
+  nic.run();
+  ASSERT_TRUE(nic.error.empty()) << nic.error;
+  ASSERT_EQ(nic.cq_pi, 2u);
+  EXPECT_EQ(gdaki::dev::sq_test(h, ta), status::ok);
+  EXPECT_EQ(h.sq_completed, ta) << "the second CQE was consumed too";
+  EXPECT_EQ(h.send_cq->ci, 1u);
+  EXPECT_EQ(gdaki::dev::sq_test(h, tb), status::ok);
+  EXPECT_EQ(h.sq_completed, tb);
+  EXPECT_EQ(h.send_cq->ci, 2u);
+}
+
+// A wait with a zero bound tries once and times out: the bound counts from the first try
+// that found nothing (poll_until reads no clock before it).
+TEST(sq_errors, sq_wait_with_a_zero_bound_tries_once_then_times_out) {
+  test_qp qp(3, 3);
+  uint64_t s;
+  ASSERT_EQ(gdaki::dev::sq_acquire(qp.handle, 1, &s), status::ok);
+  gdaki::dev::prepare_nop(qp.handle, s, flags::cq_update);
+  const uint64_t t = gdaki::dev::sq_commit(qp.handle, s, 1);
+  EXPECT_EQ(gdaki::dev::sq_wait(qp.handle, t, 0), status::timeout);
+}
+
 // Spec 5.7 / 6.6: the error CQE names the failing WQE; WQEs before it completed, it and
 // every later one fail. err_state latches the first failure only (index and syndrome together).
 TEST(sq_errors, error_cqe_fails_tickets_at_and_after_the_failing_wqe) {

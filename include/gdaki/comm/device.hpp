@@ -581,11 +581,14 @@ GDAKI_HD inline status wait_signal(const dev_comm& c, signal_t s, uint64_t least
       detail::report(c, diag_kind::bad_signal, -1, -1, static_cast<int32_t>(s), status::invalid);
       st = static_cast<uint64_t>(status::invalid);
     } else {
-      const uint64_t t0 = dev::arch::clock_ns();
+      // The clock is read from the first look that finds the signal short (as poll_until).
+      uint64_t t0 = 0;
       for (uint32_t i = 0;; ++i) {
         const uint64_t v = read_signal(c, s, bits);
         if (rolling_less_equal(least, v, bits)) break;
-        if (timeout_ns != dev::wait_forever && dev::arch::clock_ns() - t0 >= timeout_ns) {
+        const uint64_t now = timeout_ns != dev::wait_forever ? dev::arch::clock_ns() : 0;
+        if (i == 0) t0 = now;
+        if (timeout_ns != dev::wait_forever && now - t0 >= timeout_ns) {
           detail::report(c, diag_kind::wait_timeout, -1, -1, static_cast<int32_t>(s), status::timeout, 0, 0, 0, least,
                          v);
           st = static_cast<uint64_t>(status::timeout);
