@@ -253,6 +253,20 @@ bool mapped_opcode(const parsed_wqe& w) {
 // lock).
 // WRITE data of stream_min bytes or more (0: never) goes with plain or streaming stores,
 // whichever has been faster into this MR (stream_copy.hpp).
+// Counts this copier into m's revocation slot, then checks that the grant is still the
+// one m was made under (revoke() stores first, then waits for the count: seq_cst on both
+// sides, Dekker style), so the owner's deregistration cannot finish while we copy. False,
+// with the count taken back, when it was revoked. The caller releases the count after its
+// copies (users.fetch_sub, release).
+bool enter_grant(const shm::mapping& m) {
+  m.slot->users.fetch_add(1, std::memory_order_seq_cst);
+  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey || m.slot->epoch.load(std::memory_order_seq_cst) != m.epoch) {
+    m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+  }
+  return true;
+}
+
 mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_reader& r, const parsed_wqe& w,
                           uint32_t stream_min) {
   const bool atomic = w.atomic_size != 0;
@@ -275,11 +289,7 @@ mapped_result mapped_copy(int fd, uint32_t& copies, shm::mapping& m, const wqe_r
     const ssize_t n = ::recv(fd, &x, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return mapped_result::dead;
   }
-  m.slot->users.fetch_add(1, std::memory_order_seq_cst);
-  if (m.slot->key.load(std::memory_order_seq_cst) != m.rkey || m.slot->epoch.load(std::memory_order_seq_cst) != m.epoch) {
-    m.slot->users.fetch_sub(1, std::memory_order_seq_cst);
-    return mapped_result::revoked;  // deregistered: the peer's responder says so
-  }
+  if (!enter_grant(m)) return mapped_result::revoked;  // deregistered: the peer's responder says so
   if (atomic) {
     // Host order, as the other wires (IBV_ATOMIC_HCA mode, PRM 6.4); a 4-byte original is
     // the low half, the first 4 bytes on a little-endian host.
@@ -363,14 +373,7 @@ uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t rad
         }
       }
       if (m == nullptr) return nullptr;
-      // As mapped_copy: counted in, then the grant checked (revoke() stores, then waits
-      // for the count), so the owner's deregistration cannot finish while we copy.
-      m->slot->users.fetch_add(1, std::memory_order_seq_cst);
-      if (m->slot->key.load(std::memory_order_seq_cst) != m->rkey ||
-          m->slot->epoch.load(std::memory_order_seq_cst) != m->epoch) {
-        m->slot->users.fetch_sub(1, std::memory_order_seq_cst);
-        return nullptr;  // revoked: issue() forgets the mapping and asks the responder
-      }
+      if (!enter_grant(*m)) return nullptr;  // revoked: issue() forgets the mapping and asks the responder
       if (pin.m[1] != nullptr) pin.m[1]->slot->users.fetch_sub(1, std::memory_order_release);
       pin.m[1] = pin.m[0];
       pin.m[0] = m;
