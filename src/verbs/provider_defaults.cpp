@@ -39,5 +39,6 @@ status create_srq(provider_object*, const srq_init&, provider_object**, uint32_t
   return status::not_supported;
 }
 status export_srq(provider_object*, dev::srq_handle*, std::string* why) { return nope(why); }
+status set_srq_free_list(provider_object*, dev::srq_handle*) { return status::not_supported; }
 
 }  // namespace gdaki::verbs::defaults

@@ -3,6 +3,7 @@
 #include "gdaki/verbs/srq.hpp"
 
 #include <string>
+#include <utility>
 
 #include "gdaki/device/sq.hpp"
 #include "gdaki/error.hpp"
@@ -44,6 +45,24 @@ srq::srq(const pd& p, const srq_init& init) {
                           "srq " + std::to_string(srqn_) + " on " + detail::device_label(p.ref()));
   ref_->parents.push_back(p.ref());
   host_ = std::make_shared<dev::srq_handle>(fresh_handle(*ref_));
+  // RESET / destroy of a QP on this SRQ return the WQEs of the receive CQEs they discard
+  // to the free list the CPU posts through (provider.hpp set_srq_free_list).
+  (void)ref_->ops->set_srq_free_list(ref_->impl, host_.get());
+}
+
+srq::~srq() {
+  if (ref_) (void)ref_->ops->set_srq_free_list(ref_->impl, nullptr);
+}
+
+srq& srq::operator=(srq&& other) noexcept {
+  if (this != &other) {
+    if (ref_) (void)ref_->ops->set_srq_free_list(ref_->impl, nullptr);  // our host_ goes
+    ref_ = std::move(other.ref_);
+    host_ = std::move(other.host_);
+    srqn_ = std::exchange(other.srqn_, 0);
+    caps_ = std::exchange(other.caps_, {});
+  }
+  return *this;
 }
 
 void srq::destroy() {
@@ -54,6 +73,7 @@ void srq::destroy() {
     throw error(status::busy, r.label + ": destroy: " + std::to_string(ref_.use_count() - 1) +
                                   " QP(s) still receive from it; destroy them first");
   }
+  (void)r.ops->set_srq_free_list(r.impl, nullptr);
   ref_.reset();
   host_.reset();
   srqn_ = 0;
@@ -71,6 +91,10 @@ dev::srq_handle srq::export_handle() const {
     throw error(status::busy, r.label + ": export: receives were posted through host_handle(); an SRQ's free "
                                         "list is tracked by one handle");
   }
+  // From now on a kernel tracks the free list in its copy, which the CPU cannot lock
+  // (it may be in GPU memory): a QP's RESET leaves the WQEs of the receive CQEs it discards
+  // taken (docs/design.md, "Shared receive queues").
+  (void)r.ops->set_srq_free_list(r.impl, nullptr);
   return fresh_handle(r);
 }
 

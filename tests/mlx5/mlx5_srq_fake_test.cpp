@@ -6,6 +6,9 @@
 // provider placed. Nothing here has run on a ConnectX (docs/mlx5.md).
 #include "mlx5_devx_fakes.hpp"
 
+#include <cstring>
+
+#include "gdaki/device/cq.hpp"
 #include "gdaki/device/sq.hpp"
 
 namespace {
@@ -15,6 +18,17 @@ uint32_t be32_at(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 uint64_t be64_at(const uint8_t* p) { return (uint64_t{be32_at(p)} << 32) | be32_at(p + 4); }
+
+// What the NIC writes for a receive that took SRQ WQE `wqe` of QP `qpn`, at position pos.
+void nic_writes_recv_cqe(const gdaki::dev::cq_handle& cq, uint32_t pos, uint32_t qpn, uint16_t wqe) {
+  gdaki::prm::cqe64& c = cq.cqes[pos & ((1u << cq.log_cqe_cnt) - 1)];
+  std::memset(&c, 0, sizeof c);
+  c.sop_drop_qpn = gdaki::prm::to_be32(qpn);
+  c.wqe_counter = gdaki::prm::to_be16(wqe);
+  c.byte_cnt = gdaki::prm::to_be32(8);
+  const auto op = static_cast<uint8_t>(gdaki::prm::cqe_opcode::resp_send);
+  c.op_own = static_cast<uint8_t>((op << 4) | ((pos >> cq.log_cqe_cnt) & 1));
+}
 
 class mlx5_srq_fake : public mlx5_devx_fake {
  protected:
@@ -278,4 +292,56 @@ TEST_F(mlx5_srq_fake, create_srq_needs_devx_and_a_ring_the_cpu_can_link) {
   EXPECT_NE(why.find("host or host_pinned"), std::string::npos) << why;
   EXPECT_TRUE(r.calls.empty());
   EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+}
+
+// RESET of a QP on an SRQ returns the SRQ WQEs of its unpolled receive CQEs to the free
+// list the CPU tracks (set_srq_free_list), as rdma-core's cq clean does; another QP's
+// receive stays in the CQ with its WQE. With no CPU free list (a kernel drives the SRQ)
+// nothing is freed. (Before: each such CQE cost the SRQ a WQE until it was recreated.)
+TEST_F(mlx5_srq_fake, reset_of_a_qp_on_an_srq_returns_the_wqes_of_its_discarded_receives) {
+  for (const bool cpu_list : {true, false}) {
+    SCOPED_TRACE(cpu_list ? "CPU free list" : "no CPU free list");
+    auto* pd = make_pd();
+    auto* srq = make_srq(pd, 3, 1);  // 4 WQEs, 3 postable
+    gdaki::dev::srq_handle h{};
+    std::string why;
+    ASSERT_EQ(ops.export_srq(srq, &h, &why), status::ok) << why;
+    h.head = 0;
+    h.tail = gdaki::dev::srq_wqes(h) - 1;
+    ASSERT_EQ(ops.set_srq_free_list(srq, cpu_list ? &h : nullptr), status::ok);
+    auto* scq = make_cq(8);
+    auto* rcq = make_cq(8);
+    verbs::qp_caps caps;
+    auto* qp = make_qp_on(pd, scq, rcq, srq, &caps);
+    gdaki::dev::qp_handle qh{};
+    ASSERT_EQ(ops.export_qp(qp, verbs::qp_export_options{}, &qh, &why), status::ok) << why;
+    const gdaki::dev::sge one{0x1000, 8, 0x0101};
+    for (uint32_t k = 0; k < 3; ++k) ASSERT_EQ(gdaki::dev::srq_post(h, &one, 1), status::ok);
+    ASSERT_EQ(gdaki::dev::srq_post(h, &one, 1), status::again);
+    gdaki::dev::cq_handle rc{};
+    ASSERT_EQ(ops.export_cq(rcq, &rc, &why), status::ok) << why;
+    nic_writes_recv_cqe(rc, 0, qh.qpn, 2);
+    nic_writes_recv_cqe(rc, 1, 0x4004, 1);  // another QP's, on the same SRQ and CQ
+    nic_writes_recv_cqe(rc, 2, qh.qpn, 0);
+
+    verbs::qp_attr a;
+    a.state = verbs::qp_state::reset;
+    ASSERT_EQ(ops.modify_qp(qp, a, verbs::qp_attr_mask::state, &why), status::ok) << why;
+    EXPECT_EQ(h.freed, cpu_list ? 2u : 0u);
+    for (uint32_t k = 0; k < (cpu_list ? 2u : 0u); ++k) EXPECT_EQ(gdaki::dev::srq_post(h, &one, 1), status::ok) << k;
+    EXPECT_EQ(gdaki::dev::srq_post(h, &one, 1), status::again);
+    gdaki::dev::cq_handle r2{};
+    ASSERT_EQ(ops.export_cq(rcq, &r2, &why), status::ok) << why;
+    EXPECT_EQ(r2.ci, 2u);
+    gdaki::dev::completion c{};
+    ASSERT_EQ(gdaki::dev::cq_poll_one(r2, &c), status::ok);
+    EXPECT_EQ(c.qpn, 0x4004u);
+    EXPECT_EQ(c.wqe_counter, 1u);
+
+    EXPECT_EQ(ops.destroy_qp(qp), status::ok);
+    EXPECT_EQ(ops.destroy_cq(scq), status::ok);
+    EXPECT_EQ(ops.destroy_cq(rcq), status::ok);
+    EXPECT_EQ(ops.destroy_srq(srq), status::ok);
+    EXPECT_EQ(ops.dealloc_pd(pd), status::ok);
+  }
 }

@@ -219,6 +219,100 @@ TEST(soft_control, a_qp_in_err_returns_to_reset_and_reconnects) {
   EXPECT_EQ(q.state, verbs::qp_state::rts);
 }
 
+// Waits until the CQE at free-running position `pos` of cq is written (not consumed).
+bool cqe_written(const dev::cq_handle& cq, uint64_t pos) {
+  const auto t0 = std::chrono::steady_clock::now();
+  uint32_t tail = 0;
+  while (!dev::cqe_ready(cq, pos, &tail)) {
+    if (std::chrono::steady_clock::now() - t0 > 5s) return false;
+  }
+  return true;
+}
+
+// As rdma-core's mlx5 provider (and gdaki's): RESET drops the QP's unpolled CQEs, and a CQ
+// exported again starts past them. (Before: the soft CQs kept them and a re-export
+// started at 0, so the polled CQE and the two stale ones came back.)
+TEST(soft_control, reset_discards_the_qps_cqes_and_its_cqs_export_again_past_them) {
+  pair p;
+  alignas(8) uint64_t v = 0, res[3] = {};
+  verbs::mr mv(p.pd, &v, 8, verbs::access::all), mr(p.pd, res, sizeof res, verbs::access::all);
+  for (uint64_t& r : res) post_fa(*p.a.h, addr(&v), mv.rkey(), 1, sg(&r, 8, mr.lkey()));
+  EXPECT_TRUE(wait_cqe(p.a, false).c.ok());  // the first is polled; two stay in the CQ
+  ASSERT_TRUE(cqe_written(*p.a.hs, 2));
+  p.a.qp.to_reset();
+  verbs::connect_rc(p.a.qp, p.b.qp.qpn(), verbs::access::all, fast_attr());
+  p.a.export_handles(true);
+  EXPECT_EQ(p.a.hs->ci, 3u) << "past the polled CQE and the two discarded";
+  uint32_t tail = 0;
+  EXPECT_FALSE(dev::cqe_ready(*p.a.hs, p.a.hs->ci, &tail)) << "a CQE from before the RESET";
+  post_fa(*p.a.h, addr(&v), mv.rkey(), 10, sg(&res[0], 8, mr.lkey()));
+  const got g = wait_cqe(p.a, false);
+  EXPECT_TRUE(g.c.ok());
+  EXPECT_EQ(g.c.wqe_counter, 0);
+  EXPECT_EQ(g.pos, 3u);
+  EXPECT_EQ(res[0], 3u);
+  EXPECT_EQ(v, 13u);
+}
+
+// Destroy drops the QP's unpolled CQEs from a CQ that outlives it; another QP's CQEs on a
+// shared receive CQ stay, in order.
+TEST(soft_control, destroy_discards_the_qps_cqes_and_keeps_the_other_qps_in_order) {
+  // Receivers d and e share one receive CQ (d's); c sends to d, f to e.
+  pair p(endpoint_options{}, endpoint_options{}, false);
+  endpoint c, d, e, f;
+  c.create(p.dev, p.pd, {});
+  f.create(p.dev, p.pd, {});
+  d.scq = verbs::cq(p.dev, verbs::cq_init{.depth = 16});
+  d.rcq = verbs::cq(p.dev, verbs::cq_init{.depth = 16});
+  verbs::qp_init qi;
+  qi.send_cq = &d.scq;
+  qi.recv_cq = &d.rcq;
+  qi.sq_wqebbs = 16;
+  qi.rq_wqes = 16;
+  d.qp = verbs::qp(p.pd, qi);
+  e.scq = verbs::cq(p.dev, verbs::cq_init{.depth = 16});
+  verbs::qp_init qe = qi;
+  qe.send_cq = &e.scq;
+  e.qp = verbs::qp(p.pd, qe);
+  verbs::connect_rc(c.qp, d.qp.qpn(), verbs::access::all, fast_attr());
+  verbs::connect_rc(d.qp, c.qp.qpn(), verbs::access::all, fast_attr());
+  verbs::connect_rc(f.qp, e.qp.qpn(), verbs::access::all, fast_attr());
+  verbs::connect_rc(e.qp, f.qp.qpn(), verbs::access::all, fast_attr());
+  c.export_handles(true);
+  f.export_handles(true);
+  dev::cq_handle rh = d.rcq.export_handle();
+  dev::cq_handle ds = d.scq.export_handle(), es = e.scq.export_handle();
+  dev::qp_handle dh = d.qp.export_handle(&ds, &rh, {}), eh = e.qp.export_handle(&es, &rh, {});
+  alignas(8) uint32_t buf[8] = {};
+  verbs::mr mb(p.pd, buf, sizeof buf, verbs::access::all);
+  for (uint32_t i = 0; i < 4; ++i) {
+    dev::qp_handle& r = i % 2 ? eh : dh;
+    const dev::sge g = sg(&buf[i], 4, mb.lkey());
+    ASSERT_EQ(dev::rq_post(r, &g, 1), gdaki::status::ok);
+  }
+  alignas(8) uint32_t msg[4] = {10, 11, 12, 13};
+  verbs::mr mm(p.pd, msg, sizeof msg, verbs::access::all);
+  // Sends alternate between d (from c) and e (from f) into the shared receive CQ: d, e, d, e.
+  for (uint32_t i = 0; i < 4; ++i) {
+    const dev::sge g = sg(&msg[i], 4, mm.lkey());
+    post_send(i % 2 ? *f.h : *c.h, &g, 1);
+    ASSERT_TRUE(cqe_written(rh, i));
+  }
+  d.qp = verbs::qp{};  // destroyed with two receive CQEs unpolled
+  dev::cq_handle again = d.rcq.export_handle();
+  EXPECT_EQ(again.ci, 2u) << "d's two CQEs dropped";
+  for (uint32_t i = 0; i < 2; ++i) {
+    dev::completion cq{};
+    ASSERT_EQ(dev::cq_poll_one(again, &cq), gdaki::status::ok) << i;
+    EXPECT_EQ(cq.qpn, e.qp.qpn()) << i;
+    EXPECT_EQ(cq.byte_cnt, 4u);
+  }
+  dev::completion none{};
+  EXPECT_EQ(dev::cq_poll_one(again, &none), gdaki::status::again);
+  EXPECT_EQ(buf[1], 11u);
+  EXPECT_EQ(buf[3], 13u);
+}
+
 TEST(soft_control, exported_handles_carry_geometry_and_zero_counters) {
   pair p({.sq_wqebbs = 100, .rq_wqes = 10, .max_inline = 28, .max_recv_sge = 3});
   const dev::qp_handle& h = *p.a.h;

@@ -185,6 +185,39 @@ TEST(soft_srq, a_qp_going_to_err_does_not_flush_the_srq) {
   EXPECT_EQ(dst, src);
 }
 
+// A QP reset or destroyed with receive CQEs unpolled gives their SRQ WQEs back, as
+// rdma-core's cq clean does: every one of max_wr can be posted again. (Before: the CQEs
+// stayed in the CQ and each kept its WQE from the free list.)
+TEST(soft_srq, reset_and_destroy_of_a_qp_return_the_wqes_of_its_unpolled_receives) {
+  for (const bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "destroy" : "reset");
+    srq_setup s(1, 8);
+    const uint32_t max_wr = s.srq.caps().max_wr;
+    std::vector<uint8_t> src(32, 5), dst(max_wr * 32, 0);
+    verbs::mr ms(s.pd, src.data(), src.size(), verbs::access::all);
+    verbs::mr md(s.pd, dst.data(), dst.size(), verbs::access::all);
+    for (uint32_t k = 0; k < max_wr; ++k) s.post(sg(dst.data() + 32 * k, 32, md.lkey()));
+    const dev::sge g = sg(src.data(), 32, ms.lkey());
+    for (int k = 0; k < 3; ++k) post_send(*s.a[0]->h, &g, 1);
+    for (uint32_t k = 0; k < 3; ++k) {
+      uint32_t tail = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!dev::cqe_ready(*s.b[0]->hr, k, &tail) && std::chrono::steady_clock::now() - t0 < 5s) {
+      }
+      ASSERT_TRUE(dev::cqe_ready(*s.b[0]->hr, k, &tail)) << "receive " << k;
+    }
+    EXPECT_EQ(s.srq.post_recv(nullptr, 0), status::again) << "3 WQEs are held by unpolled CQEs";
+    if (destroy) {
+      s.b[0]->qp = verbs::qp{};
+    } else {
+      s.b[0]->qp.to_reset();
+    }
+    EXPECT_EQ(s.srq.host_handle()->freed, 3u);
+    for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(s.srq.post_recv(nullptr, 0), status::ok) << k;
+    EXPECT_EQ(s.srq.post_recv(nullptr, 0), status::again) << "max_wr outstanding again";
+  }
+}
+
 TEST(soft_srq, bad_lkey_in_an_srq_wqe_is_local_protection_at_the_receiver_only) {
   srq_setup s(2, 8);
   std::vector<uint8_t> src(64, 7), dst(64, 0), dst2(64, 0);

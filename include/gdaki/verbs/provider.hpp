@@ -76,6 +76,11 @@ struct provider_ops {
                        srq_caps* caps, std::string* why) = nullptr;
   status (*destroy_srq)(provider_object* srq) = nullptr;
   status (*export_srq)(provider_object* srq, dev::srq_handle* out, std::string* why) = nullptr;
+  // The free list the CPU posts through (verbs::srq::host_handle()), or null once a copy
+  // was exported for a kernel or the srq object went: where a RESET or destroy of a QP on
+  // this SRQ returns the WQEs of the receive CQEs it discards, as rdma-core's cq clean does
+  // (src/core/cq_clean.hpp). A provider without it (not_supported) leaves them taken.
+  status (*set_srq_free_list)(provider_object* srq, dev::srq_handle* list) = nullptr;
 };
 
 // The not_supported defaults (src/verbs/provider_defaults.cpp).
@@ -96,6 +101,7 @@ status query_qp(provider_object*, qp_attr*, std::string*);
 status export_qp(provider_object*, const qp_export_options&, dev::qp_handle*, std::string*);
 status create_srq(provider_object*, const srq_init&, provider_object**, uint32_t*, srq_caps*, std::string*);
 status export_srq(provider_object*, dev::srq_handle*, std::string*);
+status set_srq_free_list(provider_object*, dev::srq_handle*);
 }  // namespace defaults
 
 // Fills every empty slot with its not_supported default. Use it to build the const table:
@@ -122,6 +128,7 @@ constexpr provider_ops with_defaults(provider_ops o) {
   if (!o.create_srq) o.create_srq = defaults::create_srq;
   if (!o.destroy_srq) o.destroy_srq = defaults::destroy;
   if (!o.export_srq) o.export_srq = defaults::export_srq;
+  if (!o.set_srq_free_list) o.set_srq_free_list = defaults::set_srq_free_list;
   return o;
 }
 

@@ -43,10 +43,12 @@ class srq {
   // 0 or above 31), not_supported (the provider has no SRQ, or the placement).
   srq(const pd& p, const srq_init& init);
   srq(srq&&) noexcept = default;
-  srq& operator=(srq&&) noexcept = default;
+  srq& operator=(srq&& other) noexcept;
   srq(const srq&) = delete;
   srq& operator=(const srq&) = delete;
-  ~srq() = default;  // released once no QP uses it
+  // The provider object is released once no QP uses it; the CPU free list (host_handle())
+  // goes with this object, so the provider stops returning WQEs to it.
+  ~srq();
 
   explicit operator bool() const { return ref_ != nullptr; }
   uint32_t srqn() const { return srqn_; }

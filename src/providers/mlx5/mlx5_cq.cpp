@@ -5,8 +5,8 @@
 #include <bit>
 #include <cerrno>
 
+#include "core/cq_clean.hpp"
 #include "gdaki/prm/cqe.hpp"
-#include "mlx5_cq_clean.hpp"
 #include "mlx5_objects.hpp"
 #include "mlx5_ops.hpp"
 #include "mlx5_prm_cmd.hpp"
@@ -103,11 +103,11 @@ status export_cq(provider_object* cq, dev::cq_handle* out, std::string*) {
   // RESET is refused, see discard_qp_completions).
   out->ci = c->dbr.kind() == verbs::memory_kind::device
                 ? 0
-                : cq_dbrec_ci(*reinterpret_cast<const prm::cq_dbrec*>(c->dbr.data()));
+                : prm::cq_dbrec_ci(*reinterpret_cast<const prm::cq_dbrec*>(c->dbr.data()));
   return status::ok;
 }
 
-status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why) {
+status discard_qp_completions(cq_obj* c, uint32_t qpn, dev::srq_handle* srq, std::string* why) {
   if (c->ring.kind() == verbs::memory_kind::device || c->dbr.kind() == verbs::memory_kind::device) {
     *why = "cq " + std::to_string(c->cqn) + ": discarding the CQEs of qp " + std::to_string(qpn) +
            " needs its ring and doorbell record CPU-reachable; they are in GPU memory (place the CQ in host-pinned "
@@ -115,9 +115,10 @@ status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why) {
     return status::not_supported;
   }
   auto* dbr = reinterpret_cast<prm::cq_dbrec*>(c->dbr.data());
-  const uint32_t ci = cq_dbrec_ci(*dbr);
-  const uint32_t dropped = cq_discard_qp_cqes(reinterpret_cast<prm::cqe64*>(c->ring.data()), c->log_n, ci, qpn);
-  cq_clean_publish(dbr, ci, dropped);
+  const uint32_t ci = prm::cq_dbrec_ci(*dbr);
+  const uint32_t dropped = prm::cq_discard_qp_cqes(reinterpret_cast<prm::cqe64*>(c->ring.data()), c->log_n, ci, qpn,
+                                                   prm::srq_wqe_returner(srq));
+  prm::cq_clean_publish(dbr, ci, dropped);
   return status::ok;
 }
 

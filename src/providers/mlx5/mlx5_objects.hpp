@@ -106,10 +106,11 @@ struct cq_obj : provider_object {
 };
 
 // Drops the CQEs of QP `qpn` that no poller consumed yet from `c` and advances its
-// consumer index past them (mlx5_cq_clean.hpp), as a QP's RESET and destroy must. The
-// ring must be CPU-reachable (host or host-pinned): not_supported, naming the CQ, for a
-// ring in GPU memory.
-status discard_qp_completions(cq_obj* c, uint32_t qpn, std::string* why);
+// consumer index past them (core/cq_clean.hpp), as a QP's RESET and destroy must; the
+// receive CQEs of a QP on an SRQ give their WQEs back to `srq` (the free list the CPU
+// tracks, or null: core/cq_clean.hpp srq_wqe_returner). The ring must be CPU-reachable
+// (host or host-pinned): not_supported, naming the CQ, for a ring in GPU memory.
+status discard_qp_completions(cq_obj* c, uint32_t qpn, dev::srq_handle* srq, std::string* why);
 
 // A shared receive queue: an RMP whose linked-list WQ (ring + doorbell record) lives in
 // memory gdaki places, as a QP's work queue does (mlx5_srq.cpp).
@@ -122,6 +123,8 @@ struct srq_obj : provider_object {
   uint32_t srqn = 0;  // the RMP number, which QPs name in srqn_rmpn_xrqn
   uint32_t log_n = 0, log_stride = 0, max_sge = 0;
   std::atomic<uint32_t> qps{0};  // QPs created on it and not yet destroyed
+  // The CPU's free list (set_srq_free_list): a QP's RESET returns discarded receives to it.
+  std::atomic<dev::srq_handle*> free_list{nullptr};
 };
 
 struct qp_obj : provider_object {

@@ -37,6 +37,7 @@ status create_srq(provider_object* pd, const verbs::srq_init& init, provider_obj
                   verbs::srq_caps* caps, std::string* why);
 status destroy_srq(provider_object* srq);
 status export_srq(provider_object* srq, dev::srq_handle* out, std::string* why);
+status set_srq_free_list(provider_object* srq, dev::srq_handle* list);
 
 // mlx5_qp.cpp
 status create_qp(provider_object* pd, const verbs::qp_create_args& args, provider_object** out, uint32_t* qpn,

@@ -87,12 +87,15 @@ status resolve_rmac(qp_obj* q, const verbs::address& av, std::array<uint8_t, 6>*
 // QP's CQEs leave both CQs (the receive CQ may serve other QPs, whose CQEs stay, in
 // order), and the doorbell record goes back to 0, the index the NIC restarts both rings
 // at. The exported handle is a snapshot: export the QP again (every counter 0) and its CQs
-// (consumer index past the discarded CQEs) before posting after RESET.
+// (consumer index past the discarded CQEs) before posting after RESET. A QP on an SRQ
+// gives the WQEs of its discarded receive CQEs back to the SRQ's CPU free list, as
+// rdma-core does (without it each unpolled receive cost the SRQ a WQE for good).
 status clean_after_reset(qp_obj* q, std::string* why) {
   status st = q->dbr.fill(0, why);
   if (st != status::ok) return st;
-  st = discard_qp_completions(q->rcq, q->qpn, why);
-  if (st == status::ok && q->scq != q->rcq) st = discard_qp_completions(q->scq, q->qpn, why);
+  dev::srq_handle* free_list = q->srq != nullptr ? q->srq->free_list.load(std::memory_order_acquire) : nullptr;
+  st = discard_qp_completions(q->rcq, q->qpn, free_list, why);
+  if (st == status::ok && q->scq != q->rcq) st = discard_qp_completions(q->scq, q->qpn, nullptr, why);
   return st;
 }
 

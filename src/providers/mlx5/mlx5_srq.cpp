@@ -99,6 +99,11 @@ status destroy_srq(provider_object* so) {
   return status::ok;
 }
 
+status set_srq_free_list(provider_object* so, dev::srq_handle* list) {
+  static_cast<srq_obj*>(so)->free_list.store(list, std::memory_order_release);
+  return status::ok;
+}
+
 status export_srq(provider_object* so, dev::srq_handle* out, std::string*) {
   auto* s = static_cast<srq_obj*>(so);
   *out = dev::srq_handle{};

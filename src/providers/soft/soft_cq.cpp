@@ -2,6 +2,7 @@
 #include <bit>
 #include <cstring>
 
+#include "core/cq_clean.hpp"
 #include "engine/engine.hpp"
 #include "soft_objects.hpp"
 #include "soft_ops.hpp"
@@ -56,8 +57,20 @@ status export_cq(provider_object* cq, dev::cq_handle* out, std::string*) {
   out->dbrec = c->dbrec;
   out->log_cqe_cnt = c->log_n;
   out->cqn = c->cqn;
-  out->ci = 0;
+  // Where the pollers (and any discard of a reset QP's CQEs) left the consumer index: 0
+  // for a fresh CQ; after a QP's RESET the handle exported again starts past what was
+  // discarded, as on mlx5 (24 bits give the slot and the owner lap: depth <= 2^22).
+  out->ci = prm::cq_dbrec_ci(*c->dbrec);
   return status::ok;
+}
+
+void discard_qp_cqes(soft_cq& cq, uint32_t qpn, dev::srq_handle* srq) {
+  // Under the producer lock: no CQE is written meanwhile, for this QP or another.
+  std::lock_guard lk(cq.mu);
+  if (cq.dead) return;
+  const uint32_t ci = prm::cq_dbrec_ci(*cq.dbrec);
+  const uint32_t dropped = prm::cq_discard_qp_cqes(cq.cqes, cq.log_n, ci, qpn, prm::srq_wqe_returner(srq));
+  prm::cq_clean_publish(cq.dbrec, ci, dropped);
 }
 
 status cq_in_error(provider_object* cq, bool* out) {

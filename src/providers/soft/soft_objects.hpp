@@ -84,6 +84,8 @@ struct soft_srq : verbs::provider_object {
   std::mutex mu;
   uint64_t taken = 0;     // WQEs consumed (the DBR's count minus this, mod 2^16, are waiting)
   uint32_t next_wqe = 0;  // the WQE the next receive takes
+  // The CPU's free list (set_srq_free_list): a QP's RESET returns discarded receives to it.
+  std::atomic<dev::srq_handle*> free_list{nullptr};
 };
 
 enum class stall_kind : uint8_t { none, rnr, transport };

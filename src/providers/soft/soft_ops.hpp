@@ -28,6 +28,11 @@ status create_cq(provider_object* dev, const verbs::cq_init& init, provider_obje
 status destroy_cq(provider_object* cq);
 status export_cq(provider_object* cq, dev::cq_handle* out, std::string* why);
 status cq_in_error(provider_object* cq, bool* out);
+// Not a slot: a QP's RESET and destroy drop its unpolled CQEs from cq and advance the
+// consumer index past them, returning the SRQ WQEs of receive CQEs to `srq` when not null
+// (core/cq_clean.hpp: what rdma-core's mlx5 provider and gdaki's do).
+struct soft_cq;
+void discard_qp_cqes(soft_cq& cq, uint32_t qpn, dev::srq_handle* srq);
 // soft_qp.cpp
 status create_qp(provider_object* pd, const verbs::qp_create_args& args, provider_object** out, uint32_t* qpn,
                  verbs::qp_caps* caps, std::string* why);
@@ -40,5 +45,6 @@ status create_srq(provider_object* pd, const verbs::srq_init& init, provider_obj
                   verbs::srq_caps* caps, std::string* why);
 status destroy_srq(provider_object* srq);
 status export_srq(provider_object* srq, dev::srq_handle* out, std::string* why);
+status set_srq_free_list(provider_object* srq, dev::srq_handle* list);
 
 }  // namespace gdaki::soft

@@ -30,6 +30,7 @@ const verbs::provider_ops ops = verbs::with_defaults({
     .create_srq = create_srq,
     .destroy_srq = destroy_srq,
     .export_srq = export_srq,
+    .set_srq_free_list = set_srq_free_list,
 });
 
 const verbs::provider_ops* provider_table() { return &ops; }

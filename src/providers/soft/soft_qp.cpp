@@ -92,6 +92,19 @@ status create_qp(provider_object* pdo, const verbs::qp_create_args& args, provid
   return status::ok;
 }
 
+// What a QP's RESET and destroy do to its CQs, as rdma-core's mlx5 provider and gdaki's
+// mlx5 provider do: its unpolled CQEs leave both (a receive CQ may serve other QPs, whose
+// CQEs stay, in order), the receives of a QP on an SRQ give their WQEs back to the SRQ's
+// CPU free list, and a CQ exported again starts past them. Called with exec_mu and
+// resp_mu held: nothing writes a CQE of this QP meanwhile.
+namespace {
+void discard_completions(soft_qp& q) {
+  dev::srq_handle* free_list = q.srq != nullptr ? q.srq->free_list.load(std::memory_order_acquire) : nullptr;
+  if (q.rcq != nullptr) discard_qp_cqes(*q.rcq, q.qpn, free_list);
+  if (q.scq != nullptr && q.scq != q.rcq) discard_qp_cqes(*q.scq, q.qpn, nullptr);
+}
+}  // namespace
+
 status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, std::string* why) {
   auto* q = static_cast<soft_qp*>(qpo);
   namespace m = verbs::qp_attr_mask;
@@ -154,6 +167,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       dev::arch::store_release(&q->dbrec->snd.raw, 0u);
       dev::arch::store_relaxed(q->uar_db, uint64_t{0});
       q->state.store(static_cast<uint32_t>(qp_state::reset), std::memory_order_release);
+      discard_completions(*q);
       break;
     case qp_state::err:
       enter_error_locked_resp(*q);  // flushes the RQ now; the engine flushes the SQ
@@ -191,6 +205,7 @@ status destroy_qp(provider_object* qpo) {
     q->destroyed = true;
     q->dead.store(true, std::memory_order_release);
     peer = std::move(q->peer);  // released outside the locks (breaks peer <-> peer cycles)
+    discard_completions(*q);
   }
   return status::ok;
 }
