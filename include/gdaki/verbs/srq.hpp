@@ -71,6 +71,8 @@ class srq {
 
   // A fresh handle (empty free-list state) for an initiator that posts and frees itself,
   // e.g. copied into GPU memory. Throws gdaki::error busy once host_handle() has posted.
+  // From then on a QP's RESET or destroy can not return the WQEs of the receive CQEs it
+  // discards (the CPU does not lock a kernel's list): they stay taken (design.md 32).
   dev::srq_handle export_handle() const;
 
   const std::shared_ptr<detail::object_ref>& ref() const { return ref_; }
