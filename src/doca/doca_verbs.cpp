@@ -601,15 +601,18 @@ GDAKI_DOCA_REFUSE(doca_verbs_qp_get_uar_addr,
                   (const doca_verbs_qp_t* a1, void** a2), a1, a2)
 
 /* ---- SRQ, UAR, UMEM ------------------------------------------------------------------------ */
-GDAKI_DOCA_REFUSE(doca_verbs_srq_init_attr_create, "shared receive queues are not modelled by gdaki's providers",
-                  (struct doca_verbs_srq_init_attr** a1), a1)
-GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_init_attr_destroy,
-                  "shared receive queues are not modelled by gdaki's providers",
-                  (struct doca_verbs_srq_init_attr* a1), a1)
-GDAKI_DOCA_REFUSE(doca_verbs_srq_create, "shared receive queues are not modelled by gdaki's providers",
+// gdaki's providers have SRQs (verbs::srq), but this layer has no receive path to use one
+// with: DOCA posts SRQ receives into the raw ring (doca_verbs_srq_get_wq / _get_dbr_addr),
+// and rings reach initiators here only through doca_gpu_verbs_export_qp.
+#define GDAKI_DOCA_NO_SRQ \
+  "DOCA shared receive queues are not written in gdaki's compat layer (no receive path; use gdaki::verbs::srq)"
+GDAKI_DOCA_REFUSE(doca_verbs_srq_init_attr_create, GDAKI_DOCA_NO_SRQ, (struct doca_verbs_srq_init_attr** a1), a1)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_init_attr_destroy, GDAKI_DOCA_NO_SRQ,
+                          (struct doca_verbs_srq_init_attr* a1), a1)
+GDAKI_DOCA_REFUSE(doca_verbs_srq_create, GDAKI_DOCA_NO_SRQ,
                   (doca_dev_t* a1, struct doca_verbs_srq_init_attr* a2, struct doca_verbs_srq** a3), a1, a2, a3)
-GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_destroy, "shared receive queues are not modelled by gdaki's providers",
-                  (struct doca_verbs_srq* a1), a1)
+GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_srq_destroy, GDAKI_DOCA_NO_SRQ, (struct doca_verbs_srq* a1), a1)
+#undef GDAKI_DOCA_NO_SRQ
 GDAKI_DOCA_REFUSE(doca_verbs_uar_create, "gdaki maps each QP's doorbell page itself; stand-alone UARs are not made",
                   (doca_dev_t* a1, enum doca_verbs_uar_allocation_type a2, doca_verbs_uar_t** a3), a1, a2, a3)
 GDAKI_DOCA_REFUSE_DESTROY(doca_verbs_uar_destroy, "gdaki makes no stand-alone UARs",
