@@ -7,7 +7,8 @@
 #     WHERE  host:  two processes on this host (the soft NIC's same-host wire)
 #            netns: each process in its own network namespace, joined by a veth pair
 #                   made here (the TCP wire)
-#     PROGRAM ibv_rc_pingpong or a perftest binary; ARGS are given to both sides.
+#     PROGRAM ibv_rc_pingpong, ibv_srq_pingpong or a perftest binary; ARGS are given to
+#            both sides.
 #
 # Fails on a non-zero exit, on any line that reports an error, and on a result row with
 # a zero figure; exits 77 (SKIP) with the reason when the program or namespaces are
@@ -53,7 +54,7 @@ fi
 
 dev_args=(-d gdaki_soft0)
 case "$prog" in
-  ibv_rc_pingpong) dev_args+=(-g 0 -p "$port") ;;
+  ibv_rc_pingpong | ibv_srq_pingpong) dev_args+=(-g 0 -p "$port") ;;
   *) dev_args+=(-p "$port") ;;
 esac
 
@@ -85,7 +86,8 @@ if grep -i -E "couldn't|failed|error|unable|not supported|completion with|wc sta
   fail "an error line (above)"
 fi
 
-# Figures. ibv_rc_pingpong: "N bytes in S seconds = R Mbit/sec" and "usec/iter".
+# Figures. ibv_rc_pingpong, ibv_srq_pingpong: "N bytes in S seconds = R Mbit/sec" and
+# "usec/iter".
 # perftest: rows of numbers under the "#bytes" header; every figure must be non-zero
 # (a latency's standard deviation and percentiles may be 0.00 on a coarse clock).
 python3 - "$prog" "$work/server.log" "$work/client.log" <<'PY' || exit 1
@@ -94,7 +96,7 @@ prog, logs = sys.argv[1], sys.argv[2:]
 rows = 0
 for path in logs:
     lines = open(path, errors="replace").read().splitlines()
-    if prog == "ibv_rc_pingpong":
+    if prog in ("ibv_rc_pingpong", "ibv_srq_pingpong"):
         for l in lines:
             m = re.match(r"\s*(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec", l)
             if m:
