@@ -22,3 +22,11 @@
 #else
 #define GDAKI_FORCEINLINE inline
 #endif
+
+// A slow path kept out of its caller, so the fast path around it stays small enough to
+// inline and saves no registers for a loop it rarely enters.
+#if defined(__CUDACC__) || defined(__GNUC__)
+#define GDAKI_NOINLINE inline __attribute__((noinline))
+#else
+#define GDAKI_NOINLINE inline
+#endif

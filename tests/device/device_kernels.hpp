@@ -560,4 +560,40 @@ GDAKI_HD inline void disagreeing_qp_kernel(qp_handle* qps, remote_ptr dst, bool 
                                                           8, &tk, flags, 5'000'000'000ull));
 }
 
+// ---------------------------------------------------------------------------------------
+// Deferred doorbells (op_flags::defer, submit)
+// ---------------------------------------------------------------------------------------
+
+struct deferred_args {
+  qp_handle* qp;
+  remote_ptr dst;     // slot_bytes per (thread, op), thread-major
+  local_ptr src;      // the same layout, filled by the host with pattern(thread, op, .)
+  uint32_t ops;       // puts per thread, every one deferred
+  uint32_t slot_bytes;
+  bool submit;        // each caller submits after its puts (else the host does)
+  uint64_t* out;      // per global thread: the first failing post status (ok if none)
+};
+
+// Every thread (lane) posts `ops` deferred puts of its own slots, then, when asked,
+// submits at its scope; no doorbell is rung before that, except by a post that finds the
+// ring full.
+template <typename Scope, sharing S>
+GDAKI_HD inline void deferred_put_kernel(const deferred_args& a) {
+  using namespace gdaki::dev;
+  const uint32_t me = global_thread();
+  status first = status::ok;
+  for (uint32_t op = 0; op < a.ops; ++op) {
+    const uint64_t off = (static_cast<uint64_t>(me) * a.ops + op) * a.slot_bytes;
+    uint64_t tk = 0;
+    const status s = put<Scope, S>(*a.qp, {a.dst.addr + off, a.dst.rkey}, {a.src.addr + off, a.src.lkey},
+                                   a.slot_bytes, &tk, op_flags::defer | op_flags::unsignaled, 5'000'000'000ull);
+    if (s != status::ok) {
+      first = s;
+      break;
+    }
+  }
+  if (a.submit) submit<Scope, S>(*a.qp);
+  a.out[me] = static_cast<uint64_t>(first);
+}
+
 }  // namespace device_test

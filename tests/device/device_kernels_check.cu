@@ -22,6 +22,15 @@ template __global__ void matrix<d::scope_block, sharing::exclusive>(matrix_args)
 template __global__ void matrix<d::scope_block, sharing::block>(matrix_args);
 template __global__ void matrix<d::scope_block, sharing::grid>(matrix_args);
 
+template <typename Scope, sharing S>
+__global__ void deferred_put(deferred_args a) {
+  deferred_put_kernel<Scope, S>(a);
+}
+template __global__ void deferred_put<d::scope_thread, sharing::exclusive>(deferred_args);
+template __global__ void deferred_put<d::scope_thread, sharing::grid>(deferred_args);
+template __global__ void deferred_put<d::scope_warp, sharing::grid>(deferred_args);
+template __global__ void deferred_put<d::scope_block, sharing::block>(deferred_args);
+
 __global__ void ordering(ordering_args a) { ordering_kernel(a); }
 __global__ void stress(stress_args a) { stress_kernel(a); }
 __global__ void stuck(stuck_args a) { stuck_kernel(a); }

@@ -62,6 +62,14 @@ inline constexpr uint32_t none = 0;
 inline constexpr uint32_t fence = 1u << 0;        // start only after earlier READs/atomics completed
 inline constexpr uint32_t unsignaled = 1u << 1;   // no CQE on success (learn its fate via quiet)
 inline constexpr uint32_t skip = 1u << 2;         // collective call: this lane/thread posts nothing
+// Write the WQE(s) and mark them ready, but ring no doorbell: a batch of deferred posts
+// leaves with one doorbell, rung by submit(), quiet(), any later post without this flag
+// (of any thread: a doorbell publishes everything ready), or the posting call itself
+// when the ring is full. A deferred operation's ticket settles only after that doorbell:
+// wait() on it without one waits out its timeout. Direct backend only; proxy descriptors
+// are pushed at once (the ring has no doorbell to save). DOCA's "weak" posts + commit,
+// perftest's post list (-l).
+inline constexpr uint32_t defer = 1u << 3;
 }  // namespace op_flags
 
 enum class signal_op : uint32_t {
@@ -149,6 +157,14 @@ GDAKI_HD inline status atomic_fetch_add_wait(qp_handle& qp, remote_ptr dst, uint
 template <typename Scope = scope_thread, sharing S = sharing::grid>
 GDAKI_HD inline status atomic_compare_swap_wait(qp_handle& qp, remote_ptr dst, uint64_t compare, uint64_t swap,
                                                 local_ptr result, uint64_t* old, uint64_t timeout_ns = wait_forever);
+
+// ---- Doorbell: publish deferred posts ---------------------------------------------------
+
+// Rings the doorbell for every WQE marked ready on this QP so far (op_flags::defer posts,
+// this thread's and others'); nothing when there is none. Warp/block scope: the leader
+// rings once for the group. Proxy backend: nothing to do.
+template <typename Scope = scope_thread, sharing S = sharing::grid>
+GDAKI_HD inline void submit(qp_handle& qp);
 
 // ---- Completion: settle one ticket -----------------------------------------------------
 

@@ -27,27 +27,34 @@ GDAKI_HD constexpr uint8_t ctrl_byte(uint32_t flags) {
 // Takes nbb WQEBBs once they are free; a bounded wait that times out has reserved
 // nothing (sq_reserve_space). The sole poster skips the atomic read-modify-write.
 template <sharing S>
-GDAKI_HD inline status reserve(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
-  return sq_reserve_space<S == sharing::exclusive>(qp, nbb, start, timeout_ns);
+GDAKI_HD GDAKI_FORCEINLINE status reserve(qp_handle& qp, uint32_t nbb, uint64_t* start, uint64_t timeout_ns) {
+  if constexpr (S == sharing::exclusive) return reserve_exclusive(qp, nbb, start, timeout_ns);
+  return sq_reserve_space<false>(qp, nbb, start, timeout_ns);
 }
 
+// Marks [start, start + nbb) ready and, unless the post was deferred (op_flags::defer),
+// rings for everything ready.
 template <sharing S>
-GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb) {
+GDAKI_HD inline uint64_t publish(qp_handle& qp, uint64_t start, uint32_t nbb, bool ring) {
   if constexpr (S == sharing::exclusive) {
     // Sole poster: ready is ours alone, no ordering wait. The release still carries the
     // WQE bytes to whichever thread reads ready (sq_submit acquires it).
     arch::local::store_release(&qp.sq_ready, start + nbb);
-    sq_submit<false>(qp);
-    return start + nbb;
+    if (ring) sq_submit<false>(qp);
   } else {
-    return sq_commit(qp, start, nbb);
+    sq_mark_ready(qp, start, nbb);
+    if (ring) sq_submit<true>(qp);
   }
+  return start + nbb;
 }
+
+GDAKI_HD constexpr bool rings(uint32_t flags) { return (flags & op_flags::defer) == 0; }
 
 // Posts one collective batch: each participant needs `nbb` WQEBBs (0 = nothing) and
 // `build(first_wqebb)` writes its WQEs there. Returns the caller's ticket in *ticket.
 template <typename Scope, sharing S, typename Build>
-GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns,
+                                   bool ring) {
   if constexpr (std::is_same_v<Scope, scope_thread>) {
     if (nbb == 0) {
       *ticket = arch::local::load_acquire(&qp.sq_ready);
@@ -58,7 +65,7 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
     const status st = reserve<S>(qp, nbb, &start, timeout_ns);
     if (st != status::ok) return st;
     build(start);
-    *ticket = publish<S>(qp, start, nbb);
+    *ticket = publish<S>(qp, start, nbb, ring);
     return status::ok;
   } else {
     constexpr bool warp = std::is_same_v<Scope, scope_warp>;
@@ -90,7 +97,7 @@ GDAKI_HD inline status post_direct(qp_handle& qp, uint32_t nbb, Build& build, ui
     } else {
       arch::block_sync();
     }
-    if (leader) publish<S>(qp, base, total);
+    if (leader) publish<S>(qp, base, total, ring);
     *ticket = base + offset + nbb;
     return status::ok;
   }
@@ -155,13 +162,14 @@ GDAKI_HD inline bool group_shares_the_qp(const qp_handle& qp) {
 // The one data-path dispatch on the backend for posting (STYLE rule 2: a switch, no
 // function pointers). nbb == 0 means "nothing to post" for both backends.
 template <typename Scope, sharing S, typename Build>
-GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns) {
+GDAKI_HD inline status post(qp_handle& qp, uint32_t nbb, Build& build, uint64_t* ticket, uint64_t timeout_ns,
+                            bool ring = true) {
   if constexpr (!std::is_same_v<Scope, scope_thread>) {
     if (!group_shares_the_qp<Scope>(qp)) return status::invalid;
   }
   switch (qp.backend) {
     case qp_backend::direct:
-      return post_direct<Scope, S>(qp, nbb, build, ticket, timeout_ns);
+      return post_direct<Scope, S>(qp, nbb, build, ticket, timeout_ns, ring);
     case qp_backend::proxy:
       return post_proxy(qp, nbb == 0 ? 0u : build.descriptors(), build, ticket, timeout_ns);
   }
@@ -343,7 +351,7 @@ GDAKI_HD inline status put(qp_handle& qp, remote_ptr dst, local_ptr src, uint64_
                            uint32_t flags, uint64_t timeout_ns) {
   detail::put_builder b{&qp, dst, src, bytes, detail::ctrl_byte(flags)};
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1);
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -352,7 +360,7 @@ GDAKI_HD inline status p(qp_handle& qp, remote_ptr dst, const void* value, uint3
   detail::inline_builder b{&qp, dst, value, len, detail::ctrl_byte(flags)};
   if (!(flags & op_flags::skip) && len > qp.max_inline) return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_write_inline(len);
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -363,7 +371,7 @@ GDAKI_HD inline status signal(qp_handle& qp, remote_ptr sig, signal_op op, uint6
     return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
   }
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : 1;
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -375,7 +383,7 @@ GDAKI_HD inline status put_signal(qp_handle& qp, remote_ptr dst, local_ptr src, 
     return detail::reject<Scope, S>(qp, b, ticket, timeout_ns);
   }
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1) + 1;
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -383,7 +391,7 @@ GDAKI_HD inline status get(qp_handle& qp, local_ptr dst, remote_ptr src, uint64_
                            uint32_t flags, uint64_t timeout_ns) {
   detail::get_builder b{&qp, src, dst, bytes, detail::ctrl_byte(flags)};
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : detail::chunks_of(bytes) * wqebbs_rdma(1);
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -391,7 +399,7 @@ GDAKI_HD inline status atomic_fetch_add(qp_handle& qp, remote_ptr dst, uint64_t 
                                         uint32_t flags, uint64_t timeout_ns) {
   detail::atomic_builder b{&qp, dst, result, add, 0, false, detail::ctrl_byte(flags)};
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_atomic();
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -399,7 +407,7 @@ GDAKI_HD inline status atomic_compare_swap(qp_handle& qp, remote_ptr dst, uint64
                                            local_ptr result, uint64_t* ticket, uint32_t flags, uint64_t timeout_ns) {
   detail::atomic_builder b{&qp, dst, result, compare, swap, true, detail::ctrl_byte(flags)};
   const uint32_t nbb = (flags & op_flags::skip) ? 0 : wqebbs_atomic();
-  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  return detail::post<Scope, S>(qp, nbb, b, ticket, timeout_ns, detail::rings(flags));
 }
 
 namespace detail {
@@ -434,6 +442,16 @@ GDAKI_HD inline status test(qp_handle& qp, uint64_t ticket) {
 GDAKI_HD inline status wait(qp_handle& qp, uint64_t ticket, uint64_t timeout_ns) {
   if (qp.backend == qp_backend::direct) return sq_wait(qp, ticket, timeout_ns);  // unchanged direct path
   return detail::poll_until([&] { return test(qp, ticket); }, timeout_ns);
+}
+
+// ---- Doorbell ---------------------------------------------------------------------------
+
+template <typename Scope, sharing S>
+GDAKI_HD inline void submit(qp_handle& qp) {
+  if (qp.backend != qp_backend::direct) return;
+  const bool leader = std::is_same_v<Scope, scope_thread> ||
+                      (std::is_same_v<Scope, scope_warp> ? arch::lane_id() == 0 : arch::thread_rank_in_block() == 0);
+  if (leader) sq_submit<S != sharing::exclusive>(qp);
 }
 
 // ---- Atomics that wait -----------------------------------------------------------------

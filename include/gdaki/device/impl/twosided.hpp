@@ -39,13 +39,13 @@ struct send_builder {
 // together without meeting in an exchange.
 template <typename Scope, sharing S>
 GDAKI_HD inline status post_send(qp_handle& qp, bool skip, bool bad_args, const send_builder& b, uint64_t* ticket,
-                                 uint64_t timeout_ns) {
+                                 uint64_t timeout_ns, bool ring) {
   if (qp.backend != qp_backend::direct) return status::not_supported;
   if constexpr (!std::is_same_v<Scope, scope_thread>) {
     if (!group_shares_the_qp<Scope>(qp)) return status::invalid;
   }
   const uint32_t nbb = skip || bad_args ? 0u : b.wqebbs();
-  const status st = post_direct<Scope, S>(qp, nbb, b, ticket, timeout_ns);
+  const status st = post_direct<Scope, S>(qp, nbb, b, ticket, timeout_ns, ring);
   return bad_args ? status::invalid : st;  // a bad lane took part as a skipping one
 }
 
@@ -56,7 +56,7 @@ GDAKI_HD inline status send(qp_handle& qp, local_ptr src, uint64_t bytes, uint64
                             uint64_t timeout_ns) {
   const detail::send_builder b{&qp, src, nullptr, static_cast<uint32_t>(bytes), false, 0, detail::ctrl_byte(flags)};
   return detail::post_send<Scope, S>(qp, (flags & op_flags::skip) != 0, bytes > max_message_bytes, b, ticket,
-                                     timeout_ns);
+                                     timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
@@ -64,14 +64,15 @@ GDAKI_HD inline status send_imm(qp_handle& qp, local_ptr src, uint64_t bytes, ui
                                 uint32_t flags, uint64_t timeout_ns) {
   const detail::send_builder b{&qp, src, nullptr, static_cast<uint32_t>(bytes), true, imm_raw, detail::ctrl_byte(flags)};
   return detail::post_send<Scope, S>(qp, (flags & op_flags::skip) != 0, bytes > max_message_bytes, b, ticket,
-                                     timeout_ns);
+                                     timeout_ns, detail::rings(flags));
 }
 
 template <typename Scope, sharing S>
 GDAKI_HD inline status send_inline(qp_handle& qp, const void* data, uint32_t len, bool has_imm, uint32_t imm_raw,
                                    uint64_t* ticket, uint32_t flags, uint64_t timeout_ns) {
   const detail::send_builder b{&qp, {0, 0}, data, len, has_imm, imm_raw, detail::ctrl_byte(flags)};
-  return detail::post_send<Scope, S>(qp, (flags & op_flags::skip) != 0, len > qp.max_inline, b, ticket, timeout_ns);
+  return detail::post_send<Scope, S>(qp, (flags & op_flags::skip) != 0, len > qp.max_inline, b, ticket, timeout_ns,
+                                     detail::rings(flags));
 }
 
 GDAKI_HD inline status recv_post(qp_handle& qp, local_ptr dst, uint32_t bytes) {
