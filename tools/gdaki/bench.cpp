@@ -81,7 +81,7 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
     hello.update({{"test", t.name},        {"sizes", sizes_for(c, t)}, {"qps", o.qps},
                   {"blocks", o.blocks},    {"threads", o.threads},     {"scope", static_cast<int>(o.scope)},
                   {"inline_size", o.inline_size}, {"inline_set", o.inline_set}, {"cq_mod", o.cq_mod},
-                  {"tx_depth", o.tx_depth}});
+                  {"post_list", o.post_list}, {"tx_depth", o.tx_depth}});
   }
   nlohmann::json theirs;
   oob_socket peer;
@@ -115,6 +115,7 @@ int run_remote(cli_state& c, const std::vector<test_kind>& kinds) {
       o.inline_size = theirs.at("inline_size");
       o.inline_set = theirs.at("inline_set");
       o.cq_mod = theirs.at("cq_mod");
+      o.post_list = theirs.value("post_list", 1u);
       o.tx_depth = theirs.at("tx_depth");
       const auto sizes = theirs.at("sizes").get<std::vector<uint64_t>>();
       loopback ep(o, *kind, *std::max_element(sizes.begin(), sizes.end()), endpoint_role::server);
@@ -303,6 +304,10 @@ command_fn add_bench(CLI::App& app) {
   sub->add_option("-I,--inline-size", o.inline_size, "Post messages up to this size inline (default 0 bw, 64 lat)")
       ->each([&o](const std::string&) { o.inline_set = true; });
   sub->add_option("-Q,--cq-mod", o.cq_mod, "Signal every N-th WQE (bandwidth tests)")->capture_default_str();
+  sub->add_option("-l,--post-list", o.post_list,
+                  "Ring one doorbell per N operations (bandwidth tests; the others are posted with op_flags::defer)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
   sub->add_option("-t,--tx-depth", o.tx_depth, "SQ depth in WQEBBs")->capture_default_str();
   sub->add_option("--provider", o.provider, "Provider: soft, mlx5")
       ->check(CLI::IsMember({"soft", "mlx5"}))

@@ -42,6 +42,7 @@ struct options : benchfw::common_options {
   uint32_t inline_size = 0;             // messages up to this size are posted inline (p())
   bool inline_set = false;              // -I given (latency tests default to 64)
   uint32_t cq_mod = 16;                 // every cq_mod-th WQE is signalled (perftest -Q)
+  uint32_t post_list = 1;               // one doorbell per post_list operations (perftest -l)
   uint32_t tx_depth = 512;              // SQ depth in WQEBBs (perftest -t)
   std::string provider = "soft";
   std::string device;                   // default: the provider's first device

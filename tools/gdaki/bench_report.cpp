@@ -44,10 +44,10 @@ std::string table_header(const run_context& ctx, test_kind kind) {
   std::snprintf(b, sizeof b,
                 " Provider: %s   Device: %s   Wire: %s   Mode: %s\n"
                 " QPs: %u   Initiators: %u block(s) x %u thread(s), %s scope   Inline: <= %u B   CQ moderation: %u"
-                "   TX depth: %u\n",
+                "   Post list: %u   TX depth: %u\n",
                 o.provider.c_str(), ctx.device.c_str(), o.wire.c_str(), ctx.mode.c_str(), t.latency ? 1 : o.qps,
                 t.latency ? 1 : o.blocks, t.latency ? 1 : o.threads, to_string(t.latency ? scope_kind::thread : o.scope),
-                ctx.inline_size, o.cq_mod, o.tx_depth);
+                ctx.inline_size, o.cq_mod, t.latency ? 1 : o.post_list, o.tx_depth);
   s += b;
   s += rule;
   if (t.latency) {
@@ -90,6 +90,7 @@ benchfw::report to_report(const run_context& ctx, const std::vector<run>& runs) 
                 benchfw::text("scope", to_string(o.scope)),
                 o.inline_set ? benchfw::integer("inline_size", o.inline_size) : benchfw::text("inline_size", "default"),
                 benchfw::integer("cq_mod", o.cq_mod),
+                benchfw::integer("post_list", o.post_list),
                 benchfw::integer("tx_depth", o.tx_depth)};
   rep.units = {{"bw", "MB/s (2^20 bytes per second)"}, {"msg_rate", "Mpps"}, {"time", "usec"}};
   for (const run& r : runs) {
