@@ -83,15 +83,20 @@ TEST(device_deferred, deferred_puts_ring_no_doorbell_until_submit_then_all_land)
   }
 }
 
+// Posts n deferred, unsignalled puts of `slot` bytes each, slot by slot; *t: the last ticket.
+void post_deferred(const env& e, uint32_t n, uint32_t slot, uint64_t* t) {
+  for (uint32_t op = 0; op < n; ++op) {
+    ASSERT_EQ(d::put(*e.qp, e.dst.remote(uint64_t{slot} * op), e.src.local(uint64_t{slot} * op), slot, t,
+                     d::op_flags::defer | d::op_flags::unsignaled, bound),
+              status::ok);
+  }
+}
+
 TEST(device_deferred, a_post_without_defer_rings_for_the_deferred_ones_before_it) {
   env e;
   fill_slots(e, 1, 4, 128);
   uint64_t t = 0;
-  for (uint32_t op = 0; op < 3; ++op) {
-    ASSERT_EQ(d::put(*e.qp, e.dst.remote(128ull * op), e.src.local(128ull * op), 128, &t,
-                     d::op_flags::defer | d::op_flags::unsignaled, bound),
-              status::ok);
-  }
+  post_deferred(e, 3, 128, &t);
   ASSERT_EQ(d::put(*e.qp, e.dst.remote(3 * 128), e.src.local(3 * 128), 128, &t, d::op_flags::none, bound), status::ok);
   ASSERT_EQ(d::wait(*e.qp, t, bound), status::ok);
   EXPECT_EQ(slot_mismatches(e, 1, 4, 128), 0u);
@@ -101,11 +106,7 @@ TEST(device_deferred, quiet_rings_deferred_puts_and_waits_for_them) {
   env e;
   fill_slots(e, 1, 5, 64);
   uint64_t t = 0;
-  for (uint32_t op = 0; op < 5; ++op) {
-    ASSERT_EQ(d::put(*e.qp, e.dst.remote(64ull * op), e.src.local(64ull * op), 64, &t,
-                     d::op_flags::defer | d::op_flags::unsignaled, bound),
-              status::ok);
-  }
+  post_deferred(e, 5, 64, &t);
   ASSERT_EQ(d::quiet(*e.qp, bound), status::ok);
   EXPECT_EQ(slot_mismatches(e, 1, 5, 64), 0u);
   EXPECT_EQ(d::test(*e.qp, t), status::ok);
@@ -151,32 +152,24 @@ TEST(device_deferred, deferred_posts_of_many_threads_on_a_shared_qp_leave_with_o
 }
 
 // Warp and block scope: every lane defers its puts, the group submits once.
-TEST(device_deferred, warp_and_block_calls_defer_and_submit_as_a_group) {
+template <typename Scope, sharing S>
+void group_defers_and_submits(uint32_t threads, uint32_t sq_wqebbs, const char* what) {
   constexpr uint32_t ops = 4, slot = 32;
-  {
-    pair_options o;
-    o.sq_wqebbs = 256;
-    env e(o);
-    fill_slots(e, 32, ops, slot);
-    std::vector<uint64_t> out(32, 99);
-    const deferred_args a{e.qp, e.dst.remote(), e.src.local(), ops, slot, true, out.data()};
-    d::host::launch(1, 32, [&] { deferred_put_kernel<d::scope_warp, sharing::grid>(a); });
-    for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(st(out[t]), status::ok) << "warp lane " << t;
-    ASSERT_EQ(d::quiet(*e.qp, bound), status::ok);
-    EXPECT_EQ(slot_mismatches(e, 32, ops, slot), 0u) << "warp scope";
-  }
-  {
-    pair_options o;
-    o.sq_wqebbs = 512;
-    env e(o);
-    fill_slots(e, 64, ops, slot);
-    std::vector<uint64_t> out(64, 99);
-    const deferred_args a{e.qp, e.dst.remote(), e.src.local(), ops, slot, true, out.data()};
-    d::host::launch(1, 64, [&] { deferred_put_kernel<d::scope_block, sharing::block>(a); });
-    for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(st(out[t]), status::ok) << "block thread " << t;
-    ASSERT_EQ(d::quiet(*e.qp, bound), status::ok);
-    EXPECT_EQ(slot_mismatches(e, 64, ops, slot), 0u) << "block scope";
-  }
+  pair_options o;
+  o.sq_wqebbs = sq_wqebbs;  // room for every put: only the group's submit rings
+  env e(o);
+  fill_slots(e, threads, ops, slot);
+  std::vector<uint64_t> out(threads, 99);
+  const deferred_args a{e.qp, e.dst.remote(), e.src.local(), ops, slot, true, out.data()};
+  d::host::launch(1, threads, [&] { deferred_put_kernel<Scope, S>(a); });
+  for (uint32_t t = 0; t < threads; ++t) EXPECT_EQ(st(out[t]), status::ok) << what << ", thread " << t;
+  ASSERT_EQ(d::quiet(*e.qp, bound), status::ok);
+  EXPECT_EQ(slot_mismatches(e, threads, ops, slot), 0u) << what;
+}
+
+TEST(device_deferred, warp_and_block_calls_defer_and_submit_as_a_group) {
+  group_defers_and_submits<d::scope_warp, sharing::grid>(32, 256, "warp scope");
+  group_defers_and_submits<d::scope_block, sharing::block>(64, 512, "block scope");
 }
 
 }  // namespace
