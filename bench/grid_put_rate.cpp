@@ -5,9 +5,12 @@
 // writes a value naming its thread and sequence number into the thread's own window of W
 // slots; after the run the target is read back and every slot must hold the last value
 // its thread wrote there, so a lost, reordered or misplaced WRITE fails the run.
-// Median, min and max of --runs runs per (mode, thread count).
+// Median, min and max of --runs runs per (mode, thread count). --post-list L: every thread
+// rings one doorbell per L puts (the others op_flags::defer); on the shared QP any
+// thread's doorbell publishes every thread's ready puts.
 //
-//   grid_put_rate [--puts N] [--runs R] [--max-threads T] [--window W] [--cq-mod K] [--json|--csv]
+//   grid_put_rate [--puts N] [--runs R] [--max-threads T] [--window W] [--cq-mod K]
+//                 [--post-list L] [--json|--csv]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -41,6 +44,7 @@ struct options : gdaki::benchfw::common_options {
   uint32_t max_threads = 4;
   uint32_t window = 64;  // target slots per thread
   uint32_t cq_mod = 16;  // every cq_mod-th put asks for a CQE
+  uint32_t post_list = 1;  // every post_list-th put rings (the others are deferred)
 };
 
 constexpr uint64_t op_timeout_ns = 10'000'000'000ull;
@@ -109,7 +113,9 @@ double run_once(const options& o, mode m, uint32_t threads) {
       const uint64_t v = value_of(tid, k);
       const d::remote_ptr to{reinterpret_cast<uint64_t>(&target[size_t{tid} * o.window + k % o.window]), dst.rkey()};
       const bool signalled = k % o.cq_mod == o.cq_mod - 1 || k + 1 == o.puts;
-      const uint32_t flags = signalled ? d::op_flags::none : d::op_flags::unsignaled;
+      const bool rings = k % o.post_list == o.post_list - 1 || k + 1 == o.puts;
+      const uint32_t flags =
+          (signalled ? d::op_flags::none : d::op_flags::unsignaled) | (rings ? d::op_flags::none : d::op_flags::defer);
       if (d::p<d::scope_thread, S>(h, to, &v, sizeof(v), &ticket, flags, op_timeout_ns) != status::ok) {
         failures.fetch_add(1);
         return;
@@ -156,10 +162,14 @@ int main(int argc, char** argv) {
   app.add_option("--cq-mod", o.cq_mod, "Every N-th put asks for a CQE")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
+  app.add_option("--post-list", o.post_list, "Every thread rings one doorbell per N puts (the others deferred)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const std::vector<uint32_t> counts = fw::doubling_counts(o.max_threads);
   fw::writer w(o, "grid_put_rate", "8-byte inline puts from grid threads on soft0, data checked",
                {fw::integer("bytes", 8), fw::integer("puts_per_thread", o.puts), fw::integer("cq_mod", o.cq_mod),
+                fw::integer("post_list", o.post_list),
                 fw::integer("hardware_threads", std::thread::hardware_concurrency())});
   w.expect_steps(counts.size());
   try {
