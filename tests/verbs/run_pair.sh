@@ -34,7 +34,9 @@ trap cleanup EXIT
 
 # The processes of one job share the wire secret (docs/soft-nic.md, Security).
 export GDAKI_SOFT_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-port=$((20000 + RANDOM % 20000))
+# A port nobody listens on now (the kernel's pick); a program that still cannot listen on
+# it (taken in between by a test running beside this one) is run again on another.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 server_addr=127.0.0.1
 run_a=() run_b=()
 if [ "$where" = netns ]; then
@@ -52,27 +54,35 @@ elif [ "$where" != host ]; then
   fail "WHERE must be host or netns, not $where"
 fi
 
-dev_args=(-d gdaki_soft0)
-case "$prog" in
-  ibv_rc_pingpong | ibv_srq_pingpong) dev_args+=(-g 0 -p "$port") ;;
-  *) dev_args+=(-p "$port") ;;
-esac
-
-"${run_a[@]}" env LD_PRELOAD="$lib" "$prog" "${dev_args[@]}" "$@" >"$work/server.log" 2>&1 &
-srv_pid=$!
-# The client retries the connection itself for a while (perftest) or we retry it here.
-ok=0
-for _ in $(seq 1 50); do
-  sleep 0.2
-  if "${run_b[@]}" env LD_PRELOAD="$lib" "$prog" "${dev_args[@]}" "$@" "$server_addr" >"$work/client.log" 2>&1; then
-    ok=1
-    break
-  fi
-  grep -q -i -E "couldn't connect|connection refused|Unable to open file descriptor" "$work/client.log" || break
+for attempt in 1 2 3; do
+  port=$(free_port)
+  dev_args=(-d gdaki_soft0)
+  case "$prog" in
+    ibv_rc_pingpong | ibv_srq_pingpong) dev_args+=(-g 0 -p "$port") ;;
+    *) dev_args+=(-p "$port") ;;
+  esac
+  "${run_a[@]}" env LD_PRELOAD="$lib" "$prog" "${dev_args[@]}" "$@" >"$work/server.log" 2>&1 &
+  srv_pid=$!
+  # The client retries the connection itself for a while (perftest) or we retry it here,
+  # while the server is still there to connect to.
+  ok=0
+  for _ in $(seq 1 50); do
+    sleep 0.2
+    if "${run_b[@]}" env LD_PRELOAD="$lib" "$prog" "${dev_args[@]}" "$@" "$server_addr" >"$work/client.log" 2>&1; then
+      ok=1
+      break
+    fi
+    grep -q -i -E "couldn't connect|connection refused|Unable to open file descriptor" "$work/client.log" || break
+    kill -0 "$srv_pid" 2>/dev/null || break
+  done
+  wait "$srv_pid"
+  srv_rc=$?
+  srv_pid=""
+  # The server could not listen on the port (ibv_*_pingpong: "Couldn't listen", perftest:
+  # "Couldn't bind"): only then is the pair run again, on another port.
+  grep -q -i -E "couldn't listen|couldn't bind|unable to bind" "$work/server.log" || break
+  echo "(port $port was taken before the server could listen on it: again on another)"
 done
-wait "$srv_pid"
-srv_rc=$?
-srv_pid=""
 for side in server client; do
   echo "----- $side ($prog $* on $where)"
   cat "$work/$side.log"
