@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "../../src/providers/soft/wire/wire_test_hooks.hpp"
 #include "rogue_client.hpp"
 #include "wire_fixture.hpp"
 
@@ -18,6 +19,7 @@ namespace {
 constexpr uint32_t timeout_ms = 500;  // the configured bound for these tests
 
 // A target that connects its QP to the initiator and serves until told "bye" (or killed).
+// Asked "word OFF", it answers the 8 bytes of its buffer at OFF, in decimal.
 int serving_target(uint16_t port, const char* wire) {
   use_wire(wire, timeout_ms);
   side t(1u << 20);
@@ -25,8 +27,13 @@ int serving_target(uint16_t port, const char* wire) {
   const setup_blob peer = from_bytes(x.recv());
   t.connect(peer, peer.token);
   x.send(to_bytes(t.blob(peer.token)));
-  (void)x.recv();
-  return 0;
+  for (;;) {
+    const std::string cmd = text(x.recv(60000));
+    if (cmd.rfind("word ", 0) != 0) return 0;  // "bye"
+    uint64_t v = 0;
+    std::memcpy(&v, t.buf.data() + std::stoul(cmd.substr(5)), 8);
+    x.send(text(std::to_string(v)));
+  }
 }
 
 struct initiator_link {
@@ -35,14 +42,15 @@ struct initiator_link {
   setup_blob t{};
 };
 
-initiator_link start_target(side& s, const std::array<uint8_t, 16>& token, const char* wire) {
+initiator_link start_target(side& s, const std::array<uint8_t, 16>& token, const char* wire,
+                            const verbs::qp_attr& attr = fast_attr()) {
   initiator_link l;
   l.srv = oob::tcp_exchange::listen("127.0.0.1");
   l.child = spawn_peer("serving_target", l.srv.port(), wire);
   l.srv.accept();
   l.srv.send(to_bytes(s.blob(token.data())));
   l.t = from_bytes(l.srv.recv());
-  s.connect(l.t, token.data());
+  s.connect(l.t, token.data(), attr);
   return l;
 }
 
@@ -106,6 +114,71 @@ TEST(wire_failures, tcp_peer_killed_mid_stream_gives_retry_exceeded_then_flush_a
 
 TEST(wire_failures, shm_peer_killed_mid_stream_gives_retry_exceeded_then_flush_and_a_new_qp_connects) {
   peer_killed_mid_stream_fails_within_the_bound_then_a_new_qp_works("shm");
+}
+
+// A peer answers three WRITEs and then closes its end (it exits) before we have read the
+// answers; our next WRITE's send then finds the connection broken. The three had their
+// ACKs in our socket: they complete, and only the one the peer never saw fails, once the
+// QP's transport timer has run out, as a NIC that retries it reports it. (A NIC has the
+// ACKs that arrived before its peer went. Failing everything in flight at the broken send
+// lost them, and failing the last one at once came before a NIC would:
+// rdma-core's ibv_srq_pingpong, whose server exits as soon as it has its counts, once saw a
+// SEND complete with TRANSPORT_RETRY_EXC in the middle of its last poll.)
+TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_qps_timer) {
+  use_wire("shm", timeout_ms);  // frames on the unix socket: the target's buffer is not mappable
+  side s(1u << 20);
+  for (size_t i = 0; i < s.buf.size(); ++i) s.buf[i] = static_cast<uint8_t>(i * 7 + 1);
+  const auto token = random_token();
+  verbs::qp_attr timers = fast_attr();
+  timers.timeout = 13;  // 4.096 us * 2^13 = 33.6 ms per try
+  timers.retry_cnt = 3;
+  const auto transport_timer = std::chrono::microseconds(4 * (4096 << 13) / 1000);  // 134 ms, under timeout_ms
+  initiator_link l = start_target(s, token, "shm", timers);
+  dev::qp_handle& h = *s.ep.h;
+  const dev::sge first = sg(s.buf.data(), 4096, s.mr.lkey());
+  post_write(h, l.t.buf, l.t.rkey, &first, 1);
+  ASSERT_TRUE(wait_cqe(s.ep, false).c.ok());  // connected and bound
+
+  // Our looks leave the answers unread from here on, as if they came between two looks;
+  // only the read after the broken send takes them.
+  struct hold {
+    hold() { gdaki::soft::wire::test_hooks::hold_responses.store(true); }
+    ~hold() { gdaki::soft::wire::test_hooks::hold_responses.store(false); }
+  } const held;
+  for (uint32_t i = 1; i <= 3; ++i) {
+    const dev::sge g = sg(s.buf.data() + 4096 * i, 4096, s.mr.lkey());
+    post_write(h, l.t.buf + 4096 * i, l.t.rkey, &g, 1);
+  }
+  // The third WRITE has landed at the target (so its ACK is on its way), then it exits.
+  uint64_t want = 0;
+  std::memcpy(&want, s.buf.data() + 3 * 4096, 8);
+  const auto word_at_target = [&l] {
+    l.srv.send(text("word 12288"));
+    return std::stoull(text(l.srv.recv()));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  while (word_at_target() != want) {
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(timeout_ms)) << "the WRITEs did not land";
+  }
+  l.srv.send(text("bye"));
+  ASSERT_EQ(reap(l.child), 0);
+
+  const dev::sge g = sg(s.buf.data() + 4 * 4096, 4096, s.mr.lkey());
+  const auto posted = std::chrono::steady_clock::now();
+  post_write(h, l.t.buf + 4 * 4096, l.t.rkey, &g, 1);
+  for (int i = 1; i <= 3; ++i) {
+    const got c = wait_cqe(s.ep, false);
+    ASSERT_TRUE(c.ok) << "no CQE for WRITE " << i;
+    EXPECT_TRUE(c.c.ok()) << "WRITE " << i << ", answered before the peer went: " << prm::to_string(c.c.syndrome);
+  }
+  const got last = wait_cqe(s.ep, false);
+  const auto failed_after = std::chrono::steady_clock::now() - posted;
+  ASSERT_TRUE(last.ok) << "no CQE for the WRITE the peer never saw";
+  EXPECT_EQ(last.c.syndrome, prm::syndrome::transport_retry_exc);
+  EXPECT_EQ(s.ep.qp.state(), verbs::qp_state::err);
+  // The send time is kept in milliseconds: the timer may run out up to one early.
+  EXPECT_GE(failed_after, transport_timer - std::chrono::milliseconds(1)) << "reported before the QP's timer ran out";
+  EXPECT_LE(failed_after, transport_timer + std::chrono::milliseconds(timeout_ms)) << "reported late";
 }
 
 // ---- the rogue client -------------------------------------------------------------------

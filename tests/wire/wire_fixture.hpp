@@ -107,8 +107,14 @@ struct side {
     b.buf = reinterpret_cast<uint64_t>(buf.data());
     return b;
   }
-  void connect(const setup_blob& peer, const uint8_t* token) {
-    verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, remote_attr(peer, token));
+  // attr: the QP's timers (timeout, retry counts) when not fast_attr()'s.
+  void connect(const setup_blob& peer, const uint8_t* token, const verbs::qp_attr& attr = fast_attr()) {
+    verbs::qp_attr a = remote_attr(peer, token);
+    a.timeout = attr.timeout;
+    a.retry_cnt = attr.retry_cnt;
+    a.rnr_retry = attr.rnr_retry;
+    a.min_rnr_timer = attr.min_rnr_timer;
+    verbs::connect_rc(ep.qp, peer.qpn, verbs::access::all, a);
     ep.export_handles(true);
   }
   // The rendezvous as the side that speaks first: sends its blob with a fresh token,

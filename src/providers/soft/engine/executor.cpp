@@ -2,6 +2,7 @@
 // retries, the first-error CQE and WR_FLUSH CQEs afterwards (PRM 3.5, 6.6).
 #include "executor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <shared_mutex>
 #include <string>
@@ -351,6 +352,7 @@ std::shared_ptr<wire::wire_op> take_op(soft_qp& qp) {
     op->done.store(false, std::memory_order_relaxed);
     op->result = {};
     op->resp_len = op->req_len = 0;
+    op->sent_ms = op->lost_ns = 0;
     op->num_sg = 0;
     op->sg.reset();
     return op;
@@ -360,6 +362,40 @@ std::shared_ptr<wire::wire_op> take_op(soft_qp& qp) {
 
 void recycle_op(soft_qp& qp, std::shared_ptr<wire::wire_op>&& op) {
   if (op.use_count() == 1 && qp.spare_ops.size() < 64) qp.spare_ops.push_back(std::move(op));
+}
+
+// How long a NIC goes on retrying a request whose ACK does not come before it reports
+// TRANSPORT_RETRY_EXC: retry_cnt + 1 tries of 4.096 us * 2^timeout (each at most
+// timeout_cap_us, as transport_retry), and never longer than the wire's own bound,
+// wire_timeout_ms, which also stands for timeout 0 ("retry forever" on a NIC).
+uint64_t transport_timer_ns(const soft_qp& qp) {
+  const uint64_t bound = uint64_t{qp.dev->cfg.wire_timeout_ms} * 1'000'000;
+  const uint8_t t = qp.attr.timeout;
+  if (t == 0) return bound;
+  uint64_t per_try = 4096ull << std::min<uint8_t>(t, 31);
+  if (qp.dev->cfg.timeout_cap_us != 0) per_try = std::min(per_try, uint64_t{qp.dev->cfg.timeout_cap_us} * 1000);
+  return std::min(bound, per_try * (uint64_t{qp.attr.retry_cnt} + 1));
+}
+
+// A request lost with its connection (the peer closed it, died or stopped answering, or
+// could not be dialled) is reported as a NIC reports one whose ACK never comes: once the
+// QP's transport timer has run out since it was sent. The wire learns of a closed
+// connection at once, but a NIC cannot, and unchanged programs count on that:
+// ibv_srq_pingpong's server exits as soon as it has its counts, with the client's last
+// extra SENDs unanswered; a NIC fails them half a second later, after the client has
+// polled its own last completions and exited, where ours failed them in the middle of
+// that poll. Until then the QP issues nothing (a NIC retries the oldest request). Returns
+// false, with the deadline in res, while the report must wait.
+bool loss_reportable(soft_qp& qp, wire::wire_op& op, progress_result& res) {
+  if (qp.state.load(std::memory_order_acquire) != state_of(qp_state::rts)) return true;  // flushed now anyway
+  const uint64_t now = now_ns();
+  if (op.lost_ns == 0) op.lost_ns = now;
+  const uint64_t since = op.sent_ms != 0 ? op.sent_ms * 1'000'000 : op.lost_ns;
+  const uint64_t due = since + transport_timer_ns(qp);
+  if (now >= due) return true;
+  res.deadline = due;
+  res.pending = true;
+  return false;
 }
 
 // Remote QPs: WQEs go to the wire up to its window ahead of their completions and retire
@@ -373,6 +409,7 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
     bool moved = false;
     // 1. Retire finished requests, oldest first.
     while (!ops.empty() && ops.front()->done.load(std::memory_order_acquire)) {
+      if (ops.front()->result.what == wire::outcome::fatal && !loss_reportable(qp, *ops.front(), res)) return;
       std::shared_ptr<wire::wire_op> op = std::move(ops.front());
       ops.pop_front();
       moved = true;

@@ -75,7 +75,11 @@ struct wire_op {
   uint32_t atomic_size = 0;
   uint32_t num_sg = 0;
   std::unique_ptr<gather_entry[]> sg;  // only for responses that carry data (most ops: none)
-  uint64_t sent_ms = 0;
+  uint64_t sent_ms = 0;  // 0: never sent (failed before it left)
+  // The executor's: when it first found this op failed with its connection (0: not yet);
+  // the failure is reported once the QP's transport timer has run out (executor.cpp,
+  // loss_reportable).
+  uint64_t lost_ns = 0;
 };
 
 // Peer MRs' mappings held in use across a run of short mapped WQEs (the executor's

@@ -103,16 +103,24 @@ bool place_response(client_conn& c, wire_op& op, uint64_t len, uint64_t deadline
   return rx_readv(c.fd, c.rx, out, n, deadline);
 }
 
+// How read_responses_locked reads. `look`: one recv, then the requests queued behind the
+// answers go out. `drain`: the connection broke under a send; every answer the peer sent
+// before it went is read (recv until the socket is empty or ends), and nothing is sent.
+enum class read_mode { look, drain };
+
 // Reads every response that has arrived and finishes its op. Caller holds the key table's
 // shared lock and c.mu. Returns how many ops it finished.
-uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
+uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms, read_mode mode = read_mode::look) {
+  if (mode == read_mode::look && test_hooks::hold_responses.load(std::memory_order_relaxed)) [[unlikely]] {
+    return 0;
+  }
   uint32_t got = 0;
   bool filled = false;
   uint64_t deadline = 0;  // read from the clock once, when first needed
   while (!c.dead.load(std::memory_order_relaxed)) {
     if (c.rx.size() == 0) {
-      // One recv per call: another would mostly find nothing (a syscall for EAGAIN).
-      if (filled) break;
+      // One recv per look: another would mostly find nothing (a syscall for EAGAIN).
+      if (filled && mode == read_mode::look) break;
       filled = true;
       const int f = rx_fill(c.fd, c.rx);
       if (f < 0) {
@@ -156,12 +164,25 @@ uint32_t read_responses_locked(client_conn& c, uint32_t timeout_ms) {
   }
   // Every request sent has its answer: the small requests queued meanwhile go now,
   // together (flushing at each answer would send one or two each on a fast peer).
-  if (got != 0 && c.unsent != 0 && c.fifo.size() == c.unsent && !c.dead.load(std::memory_order_relaxed)) {
+  if (mode == read_mode::look && got != 0 && c.unsent != 0 && c.fifo.size() == c.unsent &&
+      !c.dead.load(std::memory_order_relaxed)) {
     if (!flush_queued(c.fd, c.tx, now_ms() + timeout_ms)) kill_locked(c);
     c.unsent = 0;
     test_hooks::request_sends.fetch_add(1, std::memory_order_relaxed);
   }
   return got;
+}
+
+// A send (or a copy into the peer's memory) found the connection broken: the peer closed
+// it or died. The answers it sent before it went may still sit in our socket, unread;
+// they are read first, as a NIC has the ACKs that arrived before its peer went, and only
+// the requests left unanswered fail. (Killed at once, an ACK a moment from being read was
+// lost with them: rdma-core's ibv_srq_pingpong, whose server exits as soon as it has its
+// counts, then saw a SEND the server had received fail.) Caller holds the key table's
+// shared lock and c.mu.
+void break_locked(client_conn& c, uint32_t timeout_ms) {
+  if (!c.dead.load(std::memory_order_relaxed)) (void)read_responses_locked(c, timeout_ms, read_mode::drain);
+  kill_locked(c);
 }
 
 // Asks the peer whether we may map the MR behind rkey (same host, nothing in flight on
@@ -330,7 +351,7 @@ endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader
     if (mr == mapped_result::copied) return mapped_copy_status::copied;
     if (mr == mapped_result::dead) {
       std::lock_guard lk(c->mu);
-      kill_locked(*c);
+      break_locked(*c, dev_.cfg.wire_timeout_ms);
       return mapped_copy_status::dead;
     }
     return mapped_copy_status::not_mapped;  // revoked or outside the grant: issue() tells the responder
@@ -465,7 +486,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
       }
       if (mr == mapped_result::dead) {
         std::lock_guard lk(c->mu);
-        kill_locked(*c);
+        break_locked(*c, dev_.cfg.wire_timeout_ms);
         return finish_now({outcome::fatal});
       }
       break;
@@ -481,7 +502,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
     return deadline_at;
   };
   auto fail = [&] {
-    kill_locked(*c);
+    break_locked(*c, dev_.cfg.wire_timeout_ms);
     return finish_now({outcome::fatal});
   };
   const uint32_t src = qp.qpn, dst = qp.attr.dest_qp_num;

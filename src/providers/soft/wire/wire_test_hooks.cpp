@@ -9,6 +9,7 @@ std::atomic<uint64_t> handshake_ns{0};
 std::atomic<uint64_t> failing_ns{0};
 std::atomic<uint64_t> request_sends{0};
 std::atomic<uint32_t> drop_handshakes{0};
+std::atomic<bool> hold_responses{false};
 std::atomic<uint64_t> short_path_wqes{0};
 std::atomic<uint64_t> short_path_key_lookups{0};
 

@@ -53,6 +53,12 @@ extern std::atomic<uint64_t> short_path_key_lookups;
 // (the oldest of too many). One relaxed load per hello.
 extern std::atomic<uint32_t> drop_handshakes;
 
+// Set: the requesters of this process leave the answers that arrive in their sockets
+// unread (their looks read nothing), as a requester whose peer answered and then went
+// away between two of its looks does; a send that then finds the connection broken still
+// reads them (wire_requester.cpp, break_locked). One relaxed load per look.
+extern std::atomic<bool> hold_responses;
+
 // Arms one fault for the next request frame any endpoint of this process sends. Replaces
 // one that is still armed.
 void arm(fault f, uint32_t offset = 0, uint8_t mask = 0);
