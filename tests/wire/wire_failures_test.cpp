@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <string>
+#include <thread>
 
 #include "../../src/providers/soft/wire/wire_test_hooks.hpp"
 #include "rogue_client.hpp"
@@ -124,8 +126,12 @@ TEST(wire_failures, shm_peer_killed_mid_stream_gives_retry_exceeded_then_flush_a
 // lost them, and failing the last one at once came before a NIC would:
 // rdma-core's ibv_srq_pingpong, whose server exits as soon as it has its counts, once saw a
 // SEND complete with TRANSPORT_RETRY_EXC in the middle of its last poll.)
-TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_qps_timer) {
-  use_wire("shm", timeout_ms);  // frames on the unix socket: the target's buffer is not mappable
+// Over TCP the send after the peer's close still succeeds (the peer's kernel answers it
+// with a reset), so no send breaks: the requester's next look reads the answers, then the
+// end of the stream, and the outcome must be the same. There the test lets the looks read
+// again once the fourth WRITE is posted (the reset has come or is on its way).
+void answers_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_timer(const char* wire) {
+  use_wire(wire, timeout_ms);  // frames: the target's buffer is not mappable
   side s(1u << 20);
   for (size_t i = 0; i < s.buf.size(); ++i) s.buf[i] = static_cast<uint8_t>(i * 7 + 1);
   const auto token = random_token();
@@ -133,7 +139,7 @@ TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lo
   timers.timeout = 13;  // 4.096 us * 2^13 = 33.6 ms per try
   timers.retry_cnt = 3;
   const auto transport_timer = std::chrono::microseconds(4 * (4096 << 13) / 1000);  // 134 ms, under timeout_ms
-  initiator_link l = start_target(s, token, "shm", timers);
+  initiator_link l = start_target(s, token, wire, timers);
   dev::qp_handle& h = *s.ep.h;
   const dev::sge first = sg(s.buf.data(), 4096, s.mr.lkey());
   post_write(h, l.t.buf, l.t.rkey, &first, 1);
@@ -143,7 +149,8 @@ TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lo
   // only the read after the broken send takes them.
   struct hold {
     hold() { gdaki::soft::wire::test_hooks::hold_responses.store(true); }
-    ~hold() { gdaki::soft::wire::test_hooks::hold_responses.store(false); }
+    ~hold() { release(); }
+    void release() const { gdaki::soft::wire::test_hooks::hold_responses.store(false); }
   } const held;
   for (uint32_t i = 1; i <= 3; ++i) {
     const dev::sge g = sg(s.buf.data() + 4096 * i, 4096, s.mr.lkey());
@@ -166,6 +173,10 @@ TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lo
   const dev::sge g = sg(s.buf.data() + 4 * 4096, 4096, s.mr.lkey());
   const auto posted = std::chrono::steady_clock::now();
   post_write(h, l.t.buf + 4 * 4096, l.t.rkey, &g, 1);
+  if (std::string(wire) == "tcp") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    held.release();
+  }
   for (int i = 1; i <= 3; ++i) {
     const got c = wait_cqe(s.ep, false);
     ASSERT_TRUE(c.ok) << "no CQE for WRITE " << i;
@@ -179,6 +190,14 @@ TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lo
   // The send time is kept in milliseconds: the timer may run out up to one early.
   EXPECT_GE(failed_after, transport_timer - std::chrono::milliseconds(1)) << "reported before the QP's timer ran out";
   EXPECT_LE(failed_after, transport_timer + std::chrono::milliseconds(timeout_ms)) << "reported late";
+}
+
+TEST(wire_failures, answers_that_came_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_qps_timer) {
+  answers_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_timer("shm");
+}
+
+TEST(wire_failures, tcp_answers_that_came_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_qps_timer) {
+  answers_before_the_peer_closed_complete_and_the_lost_write_fails_after_the_timer("tcp");
 }
 
 // ---- the rogue client -------------------------------------------------------------------
