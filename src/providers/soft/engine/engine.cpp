@@ -266,6 +266,7 @@ void engine::run(uint32_t index) {
 
 void host_doorbell_hook(void* ctx) {
   auto* qp = static_cast<soft_qp*>(ctx);
+  if (qp->dev->cfg.inline_exec && short_doorbell(*qp)) return;
   qp->dev->eng->on_doorbell(*qp);
 }
 

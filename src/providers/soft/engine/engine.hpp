@@ -8,7 +8,8 @@
 // wire sleeps in poll() on those sockets (and its wake-up eventfd) instead: it neither
 // spins against the peer for the CPU nor sleeps past a response. A host thread that rings a doorbell calls
 // on_doorbell(): it executes the QP's new WQEs itself (inline_exec) under the QP's
-// try-lock, and wakes the engine when work is left (or inline execution is off).
+// try-lock, and wakes the engine when work is left (or inline execution is off). (The
+// hook first tries short_doorbell(), executor.hpp: the mapped short path alone.)
 #pragma once
 
 #include <atomic>

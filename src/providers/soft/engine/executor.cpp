@@ -651,6 +651,37 @@ bool has_work(soft_qp& qp, uint64_t now, uint64_t* deadline) {
   return true;
 }
 
+namespace {
+
+// Whether the mapped short path may take the QP's new WQEs now: RTS, a remote QP whose
+// wire maps its peer's memory, nothing in flight, not stalled. Caller holds exec_mu.
+bool short_path_ready(soft_qp& qp, uint32_t state) {
+  return state == state_of(qp_state::rts) && qp.wire_ops.empty() && qp.stall == stall_kind::none &&
+         qp.remote.load(std::memory_order_relaxed) && qp.dev->wire->maps_writes(qp);
+}
+
+}  // namespace
+
+bool short_doorbell(soft_qp& qp) {
+  // host_rings: the first doorbell goes through on_doorbell, which tells the engine that
+  // CPU threads ring this QP (and so execute its WQEs themselves).
+  if (!qp.host_rings.load(std::memory_order_relaxed) || !qp.remote.load(std::memory_order_relaxed)) return false;
+  std::unique_lock lk(qp.exec_mu, std::try_to_lock);
+  if (!lk.owns_lock()) return false;  // another executor: on_doorbell wakes the engine
+  if (qp.destroyed || !short_path_ready(qp, qp.state.load(std::memory_order_acquire))) return false;
+  const uint32_t producer = sq_producer(qp);
+  bool cq_overrun = false;
+  {
+    std::shared_lock keys_lock(keys().lock());
+    (void)run_mapped_short(qp, producer, ~uint32_t{0}, &cq_overrun);
+  }
+  if (cq_overrun) requester_error(qp);  // ERR with nothing in flight: the general path flushes
+  if (cq_overrun || ((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) return false;
+  lk.unlock();
+  // A doorbell rung while we held the lock found it taken and left its WQEs to us.
+  return sq_producer(qp) == (qp.sq_ci_seen.load(std::memory_order_acquire) & 0xffff);
+}
+
 progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   progress_result res;
   if (qp.destroyed) return res;
@@ -661,8 +692,7 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
   // (retiring responses, the window, the stall timer): on a stream rung WQE by WQE those
   // cost more than the copy. Whatever the run leaves (another shape, a check that fails,
   // an error) goes on below as before.
-  if (st == state_of(qp_state::rts) && qp.wire_ops.empty() && qp.stall == stall_kind::none &&
-      qp.remote.load(std::memory_order_relaxed) && qp.dev->wire->maps_writes(qp)) {
+  if (short_path_ready(qp, st)) {
     const uint32_t producer = sq_producer(qp);
     if (((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) == 0) return res;
     bool cq_overrun = false;

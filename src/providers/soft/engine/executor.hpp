@@ -30,6 +30,13 @@ enum class wire_wait : uint8_t {
 // responses come.
 progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait = wire_wait::never);
 
+// A CPU thread's doorbell on a remote QP whose new WQEs the mapped short path takes
+// whole (the shared-memory wire's small WRITEs, signals and flushes, nothing in flight):
+// executes them under the QP's try-lock without the general loop's steps. Returns true
+// when the doorbell record's WQEs were all executed and nothing was rung meanwhile; false
+// when the general path (engine::on_doorbell) must run, which finds whatever is left.
+bool short_doorbell(soft_qp& qp);
+
 // Lock-free check: does the QP have anything for the executor? (new WQEBBs, new receive
 // WQEs to flush in ERR, or a stall that has expired). *deadline gets a pending stall.
 // now_ns = 0: the caller has no clock reading; timed conditions count as not expired.
