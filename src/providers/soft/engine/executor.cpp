@@ -165,8 +165,10 @@ void clear_stall(soft_qp& qp) {
 }
 
 // The peer lives in another process: the wire brought back the syndrome of the request
-// (and READ data / atomic value). A dead peer or link is final at once: the wire has
-// already waited its bounded time (config::wire_timeout_ms).
+// (and READ data / atomic value). A dead peer or link is final, no retry: the wire has
+// already waited its bounded time (config::wire_timeout_ms) or seen the connection end,
+// and the retire loop has held the report until the QP's transport timer ran out
+// (loss_reportable).
 exec_outcome remote_outcome(soft_qp& qp, const wire::outcome& o) {
   switch (o.what) {
     case wire::outcome::retry:
