@@ -19,11 +19,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
+#include <new>
 #include <vector>
 
 #include "framework/bench_framework.hpp"
