@@ -9,11 +9,16 @@
 // the error is the usual one and the target is unchanged: a local key deregistered after
 // the short path cached it, a source outside its MR, an atomic's result into an MR without
 // local write, a misaligned atomic, a WRITE past the grant, a source that lies in the other
-// MR the local key cache holds.
+// MR the local key cache holds. (3) Deregistering a source MR waits for the executor that
+// has checked its key and is about to read it.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -222,6 +227,50 @@ TEST(wire_shm_short_path, puts_with_signals_from_two_local_mrs_look_each_key_up_
       << "the cache did not keep both local keys";
   EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
   EXPECT_EQ(in.ask("sigword 2"), std::to_string(puts));
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// Deregistering the MR a WRITE reads from while the executor that has checked its key is
+// still to read it (the short path reads under an announcement, not the key table's
+// count: key_lock.hpp): deregistration returns only after that read, so memory a program
+// takes back as soon as dereg_mr returns is never read again. The executor is held there
+// by a test hook; a deregistration that did not wait would return at once, the page is
+// then made unreadable, and the late read kills the test.
+TEST(wire_shm_short_path, deregistering_a_source_waits_for_the_executor_about_to_read_it) {
+  namespace hooks = gdaki::soft::wire::test_hooks;
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  auto* src = static_cast<uint8_t*>(::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(src, MAP_FAILED);
+  for (int i = 0; i < 8; ++i) src[i] = static_cast<uint8_t>(0x70 + i);
+  auto src_mr = std::make_unique<verbs::mr>(in.s->pd, src, page, verbs::access::local_write);
+  const dev::sge g = sg(src, 8, src_mr->lkey());
+  constexpr uint32_t pause_us = 300000;
+  const uint32_t pauses = hooks::short_path_source_pauses.load();
+  const uint64_t before = short_path_wqes();
+  hooks::short_path_source_pause_us.store(pause_us);
+  std::thread poster([&] { post_write(h, in.t.buf + 4096, in.t.rkey, &g, 1); });  // its doorbell runs it
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (hooks::short_path_source_pauses.load() == pauses && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool paused = hooks::short_path_source_pauses.load() != pauses;
+  const auto t0 = std::chrono::steady_clock::now();
+  src_mr.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  if (paused) ::mprotect(src, page, PROT_NONE);  // a read from now on faults
+  poster.join();
+  hooks::short_path_source_pause_us.store(0);
+  ::mprotect(src, page, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(paused) << "the WRITE never reached the short path's source read";
+  EXPECT_GE(took, std::chrono::microseconds(pause_us / 3)) << "deregistration returned before the read it must wait for";
+  const got c = wait_cqe(in.s->ep, false);
+  ASSERT_TRUE(c.ok && c.c.ok()) << "the WRITE whose key was live when it was checked completes";
+  EXPECT_EQ(short_path_wqes() - before, 1u);
+  EXPECT_EQ(in.hash(4096, 8), std::to_string(fnv(src, 8)));
+  ::munmap(src, page);
   EXPECT_EQ(in.finish(), 0);
 }
 

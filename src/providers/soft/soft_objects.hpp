@@ -19,6 +19,7 @@
 #include "gdaki/verbs/qp.hpp"
 #include "spin_lock.hpp"
 #include "soft_memory.hpp"
+#include "soft_tables.hpp"
 
 namespace gdaki::soft {
 
@@ -135,6 +136,8 @@ struct soft_qp : verbs::provider_object {
 
   // Requester side (the SQ), under exec_mu.
   alignas(64) spin_lock exec_mu;  // the QP's executor (spin_lock.hpp)
+  // Where the executor announces that it reads under the key table (key_lock.hpp).
+  key_reader_slot key_reader{keys().lock()};
   uint64_t sq_ci = 0;                    // WQEBBs consumed
   std::atomic<uint64_t> sq_ci_seen{0};   // copy of sq_ci for lock-free "any work?" checks
   stall_kind stall = stall_kind::none;   // waiting for an RNR or transport retry

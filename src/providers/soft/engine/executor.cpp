@@ -6,6 +6,7 @@
 #include <chrono>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 
 #include "../soft_objects.hpp"
 #include "../soft_tables.hpp"
@@ -243,6 +244,55 @@ inline bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32
   return addr >= x->addr && len <= x->length && addr - x->addr <= x->length - len;
 }
 
+// The key table's protection for one run of run_mapped_short. The general issue loop
+// holds its shared lock already; a doorbell's run takes it at the first WQE that names a
+// local key (a pointer data segment's source, an atomic's result; an inline WRITE or a
+// NOP touches no registered memory of ours), and as an announced reader (key_lock.hpp):
+// stores to the QP's own slot, no read-modify-write, no word shared with other QPs.
+// Counting in and out of the shared word were two of the five atomic read-modify-writes
+// of an 8-byte WRITE rung on its own (docs/performance.md, "Announced readers"). Where it
+// must count (a writer inside, or no membarrier), it takes the lock with mappings pinned
+// and must not wait for a deregistration, which holds the lock while it waits for every
+// peer to leave its grants (two processes that each pin and then wait would hold each
+// other up): so the pins go first.
+class run_keys {
+ public:
+  run_keys(soft_qp& qp, bool held) : qp_(qp), held_(held) {}
+  ~run_keys() {
+    if (how_ == taken::announced) keys().lock().leave_announced(qp_.key_reader);
+    if (how_ == taken::counted) keys().lock().unlock_shared();
+  }
+  run_keys(const run_keys&) = delete;
+  run_keys& operator=(const run_keys&) = delete;
+  void need(wire::mapped_pin& pin) {
+    if (held_) return;
+    held_ = true;
+    key_lock& l = keys().lock();
+    if (l.try_enter_announced(qp_.key_reader)) {
+      how_ = taken::announced;
+      return;
+    }
+    if (!l.try_lock_shared()) {
+      pin.release();
+      l.lock_shared();
+    }
+    how_ = taken::counted;
+  }
+
+ private:
+  enum class taken : uint8_t { no, announced, counted };
+  soft_qp& qp_;
+  bool held_;
+  taken how_ = taken::no;
+};
+
+// The test hook short_path_source_pause_us (wire_test_hooks.hpp): out of line, off the path.
+[[gnu::noinline, gnu::cold]] void pause_before_source_read() {
+  wire::test_hooks::short_path_source_pauses.fetch_add(1, std::memory_order_relaxed);
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(wire::test_hooks::short_path_source_pause_us.load(std::memory_order_relaxed)));
+}
+
 // The mapped short path of a remote QP (the shared-memory wire): a run of the WQEs small
 // messages are made of, each in one WQEBB: an RDMA WRITE of one pointer or inline data
 // segment of at most endpoint::short_write_max bytes, an 8-byte fetch-and-add or
@@ -254,10 +304,11 @@ inline bool local_range_cached(soft_qp& qp, uint32_t lkey, uint64_t addr, uint32
 // inline size, the local key's PD, rights and range, the grant's rights and range, the
 // atomic's alignment), writes the same CQE, and stops at the first WQE of another shape
 // or that fails a check: the general loop takes that one and reports what is wrong with
-// its usual syndrome. The caller holds exec_mu and the key table's shared lock, and nothing of the
-// QP is in flight, so no copy overtakes a request (RC order). Returns the WQEs it
-// completed; *cq_overrun when a CQE found the CQ full (the caller moves the QP to ERR).
-uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool* cq_overrun) {
+// its usual syndrome. The caller holds exec_mu, nothing of the QP is in flight, so no
+// copy overtakes a request (RC order), and held_keys takes the key table's shared lock when a
+// WQE needs it. Returns the WQEs it completed; *cq_overrun when a CQE found the CQ full
+// (the caller moves the QP to ERR).
+uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool* cq_overrun, run_keys& held_keys) {
   using prm::send_opcode;
   wire::endpoint& ep = *qp.dev->wire;
   wire::mapped_pin pin;
@@ -289,7 +340,11 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
         }
       } else {
         const uint64_t laddr = prm::from_be(d.addr);
+        held_keys.need(pin);
         if (!local_range_cached(qp, prm::from_be(d.lkey), laddr, len, false)) break;
+        if (wire::test_hooks::short_path_source_pause_us.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+          pause_before_source_read();
+        }
         src = reinterpret_cast<const uint8_t*>(laddr);
       }
       const auto a = r.read<prm::raddr_seg>(1);
@@ -302,7 +357,9 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
       const auto d = r.read<prm::data_seg>(3);
       const uint32_t bc = prm::from_be(d.byte_count);
       const uint64_t laddr = prm::from_be(d.addr);
-      if (bc != 8 || !local_range_cached(qp, prm::from_be(d.lkey), laddr, 8, true)) break;
+      if (bc != 8) break;
+      held_keys.need(pin);
+      if (!local_range_cached(qp, prm::from_be(d.lkey), laddr, 8, true)) break;
       const auto a = r.read<prm::raddr_seg>(1);
       const auto op = r.read<prm::atomic_seg>(2);
       uint64_t old;
@@ -475,7 +532,8 @@ void progress_remote(soft_qp& qp, uint32_t budget, wire_wait mode, progress_resu
       }
       if (ops.empty() && qp.stall == stall_kind::none && qp.dev->wire->maps_writes(qp)) {
         bool cq_overrun = false;
-        const uint32_t k = run_mapped_short(qp, producer, budget - issued, &cq_overrun);
+        run_keys held(qp, true);
+        const uint32_t k = run_mapped_short(qp, producer, budget - issued, &cq_overrun, held);
         if (k != 0) {
           issued += k;
           moved = true;
@@ -674,8 +732,8 @@ bool short_doorbell(soft_qp& qp) {
   const uint32_t producer = sq_producer(qp);
   bool cq_overrun = false;
   {
-    std::shared_lock keys_lock(keys().lock());
-    (void)run_mapped_short(qp, producer, ~uint32_t{0}, &cq_overrun);
+    run_keys lazy(qp, false);
+    (void)run_mapped_short(qp, producer, ~uint32_t{0}, &cq_overrun, lazy);
   }
   if (cq_overrun) requester_error(qp);  // ERR with nothing in flight: the general path flushes
   if (cq_overrun || ((producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff) != 0) return false;
@@ -700,8 +758,8 @@ progress_result progress_qp(soft_qp& qp, uint32_t budget, wire_wait wait) {
     bool cq_overrun = false;
     uint32_t k;
     {
-      std::shared_lock keys_lock(keys().lock());
-      k = run_mapped_short(qp, producer, budget, &cq_overrun);
+      run_keys lazy(qp, false);
+      k = run_mapped_short(qp, producer, budget, &cq_overrun, lazy);
     }
     res.worked = k != 0;
     if (cq_overrun) {

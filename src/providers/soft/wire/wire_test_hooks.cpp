@@ -12,6 +12,8 @@ std::atomic<uint32_t> drop_handshakes{0};
 std::atomic<bool> hold_responses{false};
 std::atomic<uint64_t> short_path_wqes{0};
 std::atomic<uint64_t> short_path_key_lookups{0};
+std::atomic<uint32_t> short_path_source_pause_us{0};
+std::atomic<uint32_t> short_path_source_pauses{0};
 
 void arm(fault f, uint32_t offset, uint8_t mask) {
   armed.store(static_cast<uint32_t>(f) | ((offset & 0xff) << 8) | (uint32_t{mask} << 16), std::memory_order_release);

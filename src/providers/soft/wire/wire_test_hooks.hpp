@@ -48,6 +48,13 @@ extern std::atomic<uint64_t> short_path_wqes;
 // library.
 extern std::atomic<uint64_t> short_path_key_lookups;
 
+// Set to N: the mapped short path, once it has checked a WRITE's local source and before
+// it reads it, counts the pause in short_path_source_pauses and sleeps N microseconds, as
+// a thread preempted there would (tests of deregistration against that read). One
+// relaxed load per pointer WRITE the short path takes.
+extern std::atomic<uint32_t> short_path_source_pause_us;
+extern std::atomic<uint32_t> short_path_source_pauses;
+
 // Set to N: the wire servers of this process close the next N connections that send a
 // hello, without a word, as a server shedding handshakes under a connection flood does
 // (the oldest of too many). One relaxed load per hello.
