@@ -31,5 +31,10 @@ else
   ((crc == 0 && src == 0)) || { echo "FAIL: cross-process run failed"; exit 1; }
   grep -Eq "BW average|t_typical" <<<"$cout" || { echo "FAIL: no table from the client"; exit 1; }
   grep -Eq "^ 4096 +100 " <<<"$cout" || { echo "FAIL: no 4096-byte row"; exit 1; }
+  # Neither end's teardown may wait out a peer's hold on a mapping (shm_map.cpp says so):
+  # both ends held leases on each other's MRs and destroyed their QPs at once.
+  if grep -q "waited .* ms for a peer that still holds" <<<"$cout$(cat "$sout")"; then
+    echo "FAIL: a deregistration waited for a peer's mapping"; exit 1
+  fi
 fi
 echo PASS

@@ -10,10 +10,12 @@
 // the short path cached it, a source outside its MR, an atomic's result into an MR without
 // local write, a misaligned atomic, a WRITE past the grant, a source that lies in the other
 // MR the local key cache holds. (3) Deregistering a source MR waits for the executor that
-// has checked its key and is about to read it.
+// has checked its key and is about to read it. (4) The QP's lease on a peer mapping spans
+// doorbells and never holds the owner's deregistration up.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -201,7 +203,8 @@ TEST(wire_shm_short_path, puts_with_signals_to_two_windows_alternate_through_it)
   EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
   EXPECT_EQ(in.ask("sigword 1"), std::to_string(puts));
   EXPECT_EQ(in.ask("sigword 0"), "1");
-  // Nothing stays pinned after the run: the owner's deregistrations do not wait for us.
+  // The leases go back within a millisecond of the last doorbell (the engine's sweep): the
+  // owner's deregistrations do not wait for us (a lease left held: revoke_wait_ms, 2 s).
   EXPECT_LT(std::stol(in.ask("dereg_both")), 1000) << "a window's mapping was left in use";
   EXPECT_EQ(in.finish(), 0);
 }
@@ -227,6 +230,63 @@ TEST(wire_shm_short_path, puts_with_signals_from_two_local_mrs_look_each_key_up_
       << "the cache did not keep both local keys";
   EXPECT_EQ(in.hash(1024, 8 * puts), std::to_string(fnv(in.s->buf.data(), 8 * puts)));
   EXPECT_EQ(in.ask("sigword 2"), std::to_string(puts));
+  EXPECT_EQ(in.finish(), 0);
+}
+
+// The short path keeps its count in a peer grant's revocation slot across doorbells (a
+// lease, mapped_pin.hpp): 200 WRITEs rung one by one take it once, not 200 times. It
+// goes back once the QP has stopped (the engine's sweep), so the owner's deregistration,
+// which waits for every count, returns at once; and while the QP streams, it sees the
+// grant revoked (at its next run's start, or at the liveness look of every 256th copy)
+// and gives the count back, so deregistration does not wait for the stream to end, and
+// no WRITE after it lands through the old mapping: the stream fails. (Without the sweep
+// the first test waits 2 s; without all three ways back, the second: both seen.)
+TEST(wire_shm_short_path, a_lease_on_a_peer_mapping_spans_doorbells_and_never_holds_up_a_deregistration) {
+  namespace hooks = gdaki::soft::wire::test_hooks;
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  const uint64_t leases = hooks::short_path_leases.load(), before = short_path_wqes();
+  for (uint32_t i = 0; i < 200; ++i) {
+    const uint64_t v = 1000 + i;
+    post_write_inline(h, in.t.buf + 256, in.t.rkey, &v, 8);
+    ASSERT_TRUE(wait_cqe(in.s->ep, false).c.ok()) << "WRITE " << i;
+  }
+  EXPECT_EQ(short_path_wqes() - before, 200u);
+  EXPECT_LE(hooks::short_path_leases.load() - leases, 2u) << "a count per doorbell, not a lease";
+  EXPECT_EQ(in.word(256), "1199");
+  // Idle now: the owner's deregistration must not wait for us (2 s if it did).
+  EXPECT_LT(std::stol(in.ask("dereg_both")), 1000) << "an idle QP's lease held the owner up";
+  EXPECT_EQ(in.finish(), 0);
+}
+
+TEST(wire_shm_short_path, a_streaming_qp_gives_its_lease_back_when_the_owner_deregisters) {
+  initiator in;
+  ASSERT_NO_FATAL_FAILURE(in.prime());
+  dev::qp_handle& h = *in.s->ep.h;
+  std::atomic<bool> started{false};
+  std::atomic<uint32_t> writes{0};
+  syndrome failed = syndrome::none;
+  std::thread stream([&] {
+    for (uint64_t v = 1;; ++v) {
+      post_write_inline(h, in.t.buf + 512, in.t.rkey, &v, 8);
+      const got c = wait_cqe(in.s->ep, false);
+      if (!c.ok) return;  // no CQE: the test fails below
+      if (!c.c.ok()) {
+        failed = c.c.syndrome;
+        return;
+      }
+      writes.fetch_add(1);
+      started = true;
+    }
+  });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const long ms = std::stol(in.ask("dereg_both"));
+  stream.join();
+  EXPECT_LT(ms, 1000) << "the deregistration waited for the stream's lease";
+  EXPECT_EQ(failed, syndrome::remote_access) << "a WRITE after the deregistration must fail, not land";
+  EXPECT_GT(writes.load(), 0u);
   EXPECT_EQ(in.finish(), 0);
 }
 

@@ -18,6 +18,7 @@
 #include "gdaki/verbs/provider.hpp"
 #include "gdaki/verbs/qp.hpp"
 #include "spin_lock.hpp"
+#include "wire/mapped_pin.hpp"
 #include "soft_memory.hpp"
 #include "soft_tables.hpp"
 
@@ -179,6 +180,15 @@ struct soft_qp : verbs::provider_object {
   // its copies so far (a liveness check every 256).
   std::vector<std::shared_ptr<shm::mapping>> wire_maps;
   uint32_t wire_copies = 0;
+  // The mappings the short path holds in use across doorbells (a lease: mapped_pin.hpp),
+  // and whether it holds any, for the engine's sweep (read without exec_mu).
+  wire::mapped_pin short_pin;
+  std::atomic<bool> short_pin_held{false};
+  // Gives the lease back. Caller holds exec_mu.
+  void release_short_pin() {
+    short_pin.release();
+    short_pin_held.store(false, std::memory_order_relaxed);
+  }
   std::atomic<bool> wire_busy{false};  // wire_ops is not empty (for has_work)
   std::atomic<uint64_t> host_polled_ns{0};  // last time a CPU thread polled this QP's CQ (on_poll)
   std::atomic<uint32_t> host_polls{0};
@@ -188,6 +198,7 @@ struct soft_qp : verbs::provider_object {
   // threads' snapshots for a pass while the list changes.
   alignas(64) std::atomic<uint64_t> engine_seen_ci{~uint64_t{0}};
   std::atomic<uint64_t> engine_seen_ns{0};  // when it noted engine_seen_ci
+  std::atomic<uint64_t> lease_sweep_ns{0};  // when the engine gives short_pin back (0: not seen held)
 
   // Responder side (the RQ and incoming requests), under resp_mu.
   alignas(64) std::mutex resp_mu;

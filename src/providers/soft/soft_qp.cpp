@@ -126,6 +126,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
     q->remote.store(wire::is_remote(a.av), std::memory_order_relaxed);  // decided once here, not per WQE
     q->wire_conn.reset();               // a new peer address: connect and bind again
     q->wire_bound = false;
+    q->release_short_pin();
     q->wire_maps.clear();
   }
   if (mask & m::path_mtu) s.mtu = a.mtu;
@@ -160,6 +161,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       q->sq_issued = 0;
       q->wire_conn.reset();
       q->wire_bound = false;
+      q->release_short_pin();
       q->wire_maps.clear();
       q->wire_busy.store(false);
       revoke_grants_locked_resp(*q);
@@ -170,6 +172,7 @@ status modify_qp(provider_object* qpo, const verbs::qp_attr& a, uint32_t mask, s
       discard_completions(*q);
       break;
     case qp_state::err:
+      q->release_short_pin();  // before we wait for peers' counts (revoke): mapped_pin.hpp
       enter_error_locked_resp(*q);  // flushes the RQ now; the engine flushes the SQ
       break;
     default:
@@ -201,6 +204,10 @@ status destroy_qp(provider_object* qpo) {
     // served by its responder (resp_mu). After this nobody touches its CQs or PD; holders
     // of a shared_ptr (engine snapshots, peers' caches) only see `destroyed`.
     std::scoped_lock lk(q->exec_mu, q->resp_mu);
+    // Our lease first: the revoke below waits for peers' counts, and a peer destroying its
+    // QP at the same time waits for ours (each holding the exec_mu the engine's sweep
+    // needs: both deregistrations then waited 2 s; mapped_pin.hpp).
+    q->release_short_pin();
     revoke_grants_locked_resp(*q);
     q->destroyed = true;
     q->dead.store(true, std::memory_order_release);

@@ -142,6 +142,33 @@ void engine::on_poll(soft_qp& qp) {
   if (r.deadline != 0 && r.wait_fd < 0) wake();  // a stall: the engine owns timers
 }
 
+namespace {
+
+// The short path's lease on peer mappings (mapped_pin.hpp) goes back lease_ns after this
+// engine first saw it held, whether the QP is idle or busy (a busy one takes it again at
+// its next doorbell: one count in and out per lease instead of per doorbell), so a peer's
+// deregistration never waits longer for a QP that has stopped.
+constexpr uint64_t lease_retry_ns = 50'000;  // not so soon that a sleeping engine spins
+void sweep_lease(soft_qp& qp, uint64_t now, uint64_t* deadline) {
+  uint64_t due = qp.lease_sweep_ns.load(std::memory_order_relaxed);
+  if (due == 0) {
+    due = now + wire::mapped_pin::lease_ns;
+    qp.lease_sweep_ns.store(due, std::memory_order_relaxed);
+  }
+  if (now >= due) {
+    std::unique_lock lk(qp.exec_mu, std::try_to_lock);
+    if (lk.owns_lock()) {
+      qp.release_short_pin();
+      qp.lease_sweep_ns.store(0, std::memory_order_relaxed);
+      return;
+    }
+    due = now + lease_retry_ns;  // its executor is at work: look again soon
+  }
+  *deadline = std::min(*deadline, due);
+}
+
+}  // namespace
+
 bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, uint64_t* deadline, std::vector<int>* wire_fds) {
   bool worked = false;
   const uint64_t now = now_ns();
@@ -149,6 +176,7 @@ bool engine::pass(uint32_t index, std::vector<std::shared_ptr<soft_qp>>& mine, u
     if (i % cfg_.engine_threads != index) continue;
     soft_qp& qp = *mine[i];
     if (qp.dead.load(std::memory_order_acquire)) continue;
+    if (qp.short_pin_held.load(std::memory_order_relaxed)) sweep_lease(qp, now, deadline);
     uint64_t dl = 0;
     if (!has_work(qp, now, &dl)) {
       if (dl != 0) *deadline = std::min(*deadline, dl);

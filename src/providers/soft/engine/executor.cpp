@@ -85,6 +85,7 @@ void flush_rq_locked(soft_qp& qp) {
 }
 
 void requester_error(soft_qp& qp) {
+  qp.release_short_pin();  // before we wait for peers' counts (revoke): mapped_pin.hpp
   std::lock_guard lk(qp.resp_mu);
   enter_error_locked_resp(qp);
 }
@@ -311,7 +312,8 @@ class run_keys {
 uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool* cq_overrun, run_keys& held_keys) {
   using prm::send_opcode;
   wire::endpoint& ep = *qp.dev->wire;
-  wire::mapped_pin pin;
+  wire::mapped_pin& pin = qp.short_pin;  // the QP's lease, kept across runs
+  if (pin.held()) pin.revalidate();
   uint32_t done = 0;
   while (done < budget) {
     const uint32_t n = (producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff;
@@ -383,6 +385,9 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
       *cq_overrun = true;
       break;
     }
+  }
+  if (qp.short_pin_held.load(std::memory_order_relaxed) != pin.held()) {
+    qp.short_pin_held.store(pin.held(), std::memory_order_relaxed);
   }
   if (done != 0) {
     qp.sq_ci_seen.store(qp.sq_ci, std::memory_order_release);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "../engine/wqe_parse.hpp"
+#include "mapped_pin.hpp"
 #include "wire_auth.hpp"
 #include "gdaki/prm/cqe.hpp"
 #include "gdaki/verbs/qp.hpp"
@@ -82,23 +83,6 @@ struct wire_op {
   uint64_t lost_ns = 0;
 };
 
-// Peer MRs' mappings held in use across a run of short mapped WQEs (the executor's
-// run_mapped_short): one count into and out of a mapping's revocation slot per run
-// instead of per WQE. Two at a time, the most recently pinned first: a put with signal
-// goes to a data window and a signal window, alternately. Released at the run's end, or
-// once pin_bytes_max bytes went through them, so the owner's deregistration waits for at
-// most that much copying.
-struct mapped_pin {
-  static constexpr uint64_t pin_bytes_max = uint64_t{1} << 20;
-  shm::mapping* m[2] = {nullptr, nullptr};
-  uint64_t bytes = 0;
-  void release();
-  mapped_pin() = default;
-  mapped_pin(const mapped_pin&) = delete;
-  mapped_pin& operator=(const mapped_pin&) = delete;
-  ~mapped_pin() { release(); }
-};
-
 enum class issue_status : uint8_t {
   sent,  // in flight: its response finishes it
   busy,  // the connection's window is full, or it must drain first: poll, then try again
@@ -143,7 +127,7 @@ class endpoint {
   bool maps_writes(const soft_qp& qp) const;
   // Copies len bytes (1 .. short_write_max) from src to raddr through the mapping qp
   // already holds of the MR rkey names, when that grant allows remote write and covers the
-  // range; pin holds the mapping in use between calls. An aligned 4- or 8-byte piece goes
+  // range; pin holds the mapping in use (the QP's lease, mapped_pin.hpp). An aligned 4- or 8-byte piece goes
   // with one release store, as the responder places it. Returns false, having done
   // nothing, in every other case: no such mapping, revoked, outside the grant, and the
   // copy that is due the dead-peer look (every 256th): the general path (copy_mapped,

@@ -360,11 +360,24 @@ endpoint::mapped_copy_status endpoint::copy_mapped(soft_qp& qp, const wqe_reader
 }
 
 void mapped_pin::release() {
-  for (shm::mapping*& p : m) {
+  for (std::shared_ptr<shm::mapping>& p : m) {
     if (p != nullptr) p->slot->users.fetch_sub(1, std::memory_order_release);
-    p = nullptr;
+    p.reset();
   }
   bytes = 0;
+}
+
+void mapped_pin::revalidate() {
+  // Relaxed: our count keeps the owner waiting until we give it back, so a revocation we
+  // see a run late costs the owner that run, nothing else.
+  for (std::shared_ptr<shm::mapping>& p : m) {
+    if (p != nullptr && (p->slot->key.load(std::memory_order_relaxed) != p->rkey ||
+                         p->slot->epoch.load(std::memory_order_relaxed) != p->epoch)) {
+      p->slot->users.fetch_sub(1, std::memory_order_release);
+      p.reset();
+    }
+  }
+  if (m[0] == nullptr) std::swap(m[0], m[1]);
 }
 
 bool endpoint::maps_writes(const soft_qp& qp) const {
@@ -381,25 +394,26 @@ namespace {
 uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t raddr, uint32_t len, uint32_t need) {
   // The dead-peer look is mapped_copy's (one syscall per 256 copies): that copy goes there.
   if (((qp.wire_copies + 1) & 255) == 0) return nullptr;
-  shm::mapping* m = pin.m[0];
+  shm::mapping* m = pin.m[0].get();
   if (m == nullptr || m->rkey != rkey) {
     if (pin.m[1] != nullptr && pin.m[1]->rkey == rkey) {
       std::swap(pin.m[0], pin.m[1]);
     } else {
-      m = nullptr;
+      const std::shared_ptr<shm::mapping>* found = nullptr;
       for (const auto& x : qp.wire_maps) {
         if (x->rkey == rkey) {
-          m = x.get();
+          found = &x;
           break;
         }
       }
-      if (m == nullptr) return nullptr;
-      if (!enter_grant(*m)) return nullptr;  // revoked: issue() forgets the mapping and asks the responder
+      if (found == nullptr) return nullptr;
+      if (!enter_grant(**found)) return nullptr;  // revoked: issue() forgets the mapping and asks the responder
+      test_hooks::short_path_leases.fetch_add(1, std::memory_order_relaxed);
       if (pin.m[1] != nullptr) pin.m[1]->slot->users.fetch_sub(1, std::memory_order_release);
-      pin.m[1] = pin.m[0];
-      pin.m[0] = m;
+      pin.m[1] = std::move(pin.m[0]);
+      pin.m[0] = *found;
     }
-    m = pin.m[0];
+    m = pin.m[0].get();
   }
   if ((m->access & need) != need || raddr < m->remote_addr || len > m->length ||
       raddr - m->remote_addr > m->length - len) {
@@ -448,6 +462,7 @@ bool endpoint::connect(soft_qp& qp, std::string* why) {
   if (!c) return false;
   qp.wire_conn = std::move(c);
   qp.wire_bound = false;
+  qp.release_short_pin();
   qp.wire_maps.clear();  // mappings belong to the old connection
   return true;
 }
@@ -481,6 +496,7 @@ issue_status endpoint::issue(soft_qp& qp, const wqe_reader& r, const parsed_wqe&
       const mapped_result mr = mapped_copy(c->fd, qp.wire_copies, m, r, w, dev_.cfg.shm_stream_min);
       if (mr == mapped_result::copied) return finish_now({outcome::done, syndrome::none});
       if (mr == mapped_result::revoked) {
+        qp.release_short_pin();  // it may hold this one: the owner waits for it
         qp.wire_maps.erase(qp.wire_maps.begin() + static_cast<std::ptrdiff_t>(i));
         revoked = true;
       }

@@ -12,6 +12,7 @@ std::atomic<uint32_t> drop_handshakes{0};
 std::atomic<bool> hold_responses{false};
 std::atomic<uint64_t> short_path_wqes{0};
 std::atomic<uint64_t> short_path_key_lookups{0};
+std::atomic<uint64_t> short_path_leases{0};
 std::atomic<uint32_t> short_path_source_pause_us{0};
 std::atomic<uint32_t> short_path_source_pauses{0};
 

@@ -48,6 +48,11 @@ extern std::atomic<uint64_t> short_path_wqes;
 // library.
 extern std::atomic<uint64_t> short_path_key_lookups;
 
+// Times the mapped short path took a count in a grant's revocation slot (a new lease on a
+// peer mapping, mapped_pin.hpp) rather than using the one its QP holds. Counted, never
+// read, by the library.
+extern std::atomic<uint64_t> short_path_leases;
+
 // Set to N: the mapped short path, once it has checked a WRITE's local source and before
 // it reads it, counts the pause in short_path_source_pauses and sleeps N microseconds, as
 // a thread preempted there would (tests of deregistration against that read). One
