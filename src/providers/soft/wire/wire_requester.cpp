@@ -455,14 +455,15 @@ bool endpoint::needs_connection(const soft_qp& qp) const {
 bool endpoint::connect(soft_qp& qp, std::string* why) {
   if (!listening_.load(std::memory_order_acquire) && !listen(why)) return false;
   // The executor retires every op of a dead connection (fatal) before it issues again, so
-  // nothing of this QP is in flight on the old one.
+  // nothing of this QP is in flight on the old one. Its lease goes before the dial, which
+  // may take wire_timeout_ms while a peer's deregistration waits for it.
+  qp.release_short_pin();
   address a;
   std::memcpy(a.data(), qp.attr.av.dgid, 16);
   std::shared_ptr<client_conn> c = client(a, why);
   if (!c) return false;
   qp.wire_conn = std::move(c);
   qp.wire_bound = false;
-  qp.release_short_pin();
   qp.wire_maps.clear();  // mappings belong to the old connection
   return true;
 }
