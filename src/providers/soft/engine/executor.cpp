@@ -313,7 +313,7 @@ uint32_t run_mapped_short(soft_qp& qp, uint32_t producer, uint32_t budget, bool*
   using prm::send_opcode;
   wire::endpoint& ep = *qp.dev->wire;
   wire::mapped_pin& pin = qp.short_pin;  // the QP's lease, kept across runs
-  if (pin.held()) pin.revalidate();
+  if (pin.stale()) pin.revalidate();
   uint32_t done = 0;
   while (done < budget) {
     const uint32_t n = (producer - static_cast<uint32_t>(qp.sq_issued)) & 0xffff;

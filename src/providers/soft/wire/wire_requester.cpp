@@ -368,16 +368,24 @@ void mapped_pin::release() {
 }
 
 void mapped_pin::revalidate() {
-  // Relaxed: our count keeps the owner waiting until we give it back, so a revocation we
-  // see a run late costs the owner that run, nothing else.
-  for (std::shared_ptr<shm::mapping>& p : m) {
-    if (p != nullptr && (p->slot->key.load(std::memory_order_relaxed) != p->rkey ||
-                         p->slot->epoch.load(std::memory_order_relaxed) != p->epoch)) {
-      p->slot->users.fetch_sub(1, std::memory_order_release);
-      p.reset();
+  for (int i = 0; i < 2; ++i) {
+    if (m[i] != nullptr && g[i].revoked()) {
+      m[i]->slot->users.fetch_sub(1, std::memory_order_release);
+      m[i].reset();
     }
   }
-  if (m[0] == nullptr) std::swap(m[0], m[1]);
+  if (m[0] == nullptr) {
+    std::swap(m[0], m[1]);
+    std::swap(g[0], g[1]);
+  }
+}
+
+void mapped_pin::take(std::shared_ptr<shm::mapping> mapping) {
+  if (m[1] != nullptr) m[1]->slot->users.fetch_sub(1, std::memory_order_release);
+  m[1] = std::move(m[0]);
+  g[1] = g[0];
+  g[0] = {&mapping->slot->key, &mapping->slot->epoch, mapping->rkey, mapping->epoch};
+  m[0] = std::move(mapping);
 }
 
 bool endpoint::maps_writes(const soft_qp& qp) const {
@@ -398,6 +406,7 @@ uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t rad
   if (m == nullptr || m->rkey != rkey) {
     if (pin.m[1] != nullptr && pin.m[1]->rkey == rkey) {
       std::swap(pin.m[0], pin.m[1]);
+      std::swap(pin.g[0], pin.g[1]);
     } else {
       const std::shared_ptr<shm::mapping>* found = nullptr;
       for (const auto& x : qp.wire_maps) {
@@ -409,9 +418,7 @@ uint8_t* pinned_target(soft_qp& qp, mapped_pin& pin, uint32_t rkey, uint64_t rad
       if (found == nullptr) return nullptr;
       if (!enter_grant(**found)) return nullptr;  // revoked: issue() forgets the mapping and asks the responder
       test_hooks::short_path_leases.fetch_add(1, std::memory_order_relaxed);
-      if (pin.m[1] != nullptr) pin.m[1]->slot->users.fetch_sub(1, std::memory_order_release);
-      pin.m[1] = std::move(pin.m[0]);
-      pin.m[0] = *found;
+      pin.take(*found);
     }
     m = pin.m[0].get();
   }
