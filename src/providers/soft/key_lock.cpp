@@ -53,8 +53,10 @@ bool single_threaded() {
 }
 
 // Every key_lock with reader slots (in practice the one key table), for the fork handlers.
-std::mutex g_locks_mu;
-std::vector<key_lock*> g_locks;
+// Never destroyed: the key table, constant-initialized, outlives every other static and
+// takes itself out of the list in its destructor.
+std::mutex& g_locks_mu = *new std::mutex;
+std::vector<key_lock*>& g_locks = *new std::vector<key_lock*>;
 
 }  // namespace
 
@@ -102,6 +104,11 @@ void key_lock::watch_forks() {
   std::call_once(handlers, [] { ::pthread_atfork(fork_prepare, fork_parent, fork_child); });
   std::lock_guard g(g_locks_mu);
   if (std::find(g_locks.begin(), g_locks.end(), this) == g_locks.end()) g_locks.push_back(this);
+}
+
+key_lock::~key_lock() {
+  std::lock_guard g(g_locks_mu);
+  g_locks.erase(std::remove(g_locks.begin(), g_locks.end(), this), g_locks.end());
 }
 
 void key_lock::add(key_reader_slot* r) {

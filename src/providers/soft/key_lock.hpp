@@ -51,6 +51,7 @@ class key_reader_slot {
 class key_lock {
  public:
   constexpr key_lock() = default;
+  ~key_lock();  // leaves the fork handlers' list (key_lock.cpp)
   key_lock(const key_lock&) = delete;
   key_lock& operator=(const key_lock&) = delete;
 
